@@ -1,0 +1,81 @@
+"""Which absences from the log are evidence.
+
+Algorithm 1 reads "no message matched" as "not executed". That holds only where the log would
+have shown the message: a trimmed log pasted from an issue (just the traceback) or a log kept at
+INFO level says nothing about statements whose output it could never hold. The enhanced trace
+uses this; faithful mode keeps the paper's reading.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from app.analysis.model import LogStatement, MatchResult, ParsedLog
+
+LEVEL_RANK = {
+    "DEBUG": 10,
+    "INFO": 20,
+    "WARNING": 30,
+    "WARN": 30,
+    "ERROR": 40,
+    "EXCEPTION": 40,
+    "CRITICAL": 50,
+    "FATAL": 50,
+}
+_CALL_LEVEL = {
+    "debug": "DEBUG",
+    "info": "INFO",
+    "warning": "WARNING",
+    "warn": "WARNING",
+    "error": "ERROR",
+    "exception": "ERROR",
+    "critical": "CRITICAL",
+    "fatal": "CRITICAL",
+}
+
+
+@dataclass(frozen=True)
+class Coverage:
+    silent: frozenset[int]  # sids whose missing message proves nothing
+    reasons: tuple[str, ...]
+
+
+def call_level(callee: str) -> str | None:
+    """The logging level a call writes at, from its method name (`logger.debug` -> DEBUG)."""
+    return _CALL_LEVEL.get(callee.rsplit(".", 1)[-1].lower())
+
+
+def log_coverage(statements: Sequence[LogStatement], match: MatchResult, log: ParsedLog) -> Coverage:
+    static = [s for s in statements if s.is_static and s.sid is not None]
+    unmatched = {s.sid for s in static if s.sid in match.nexe}
+    if not unmatched:
+        return Coverage(frozenset(), ())
+    log_matched = match.exe - match.error_sids
+    if not log_matched and not match.multi:
+        return Coverage(
+            frozenset(unmatched),  # type: ignore[arg-type]
+            (
+                "no message in the log comes from the scripts' log statements (a trimmed log?): "
+                "missing messages are not taken as not executed",
+            ),
+        )
+    levelled = [m.level for m in log.messages if m.level]
+    if len(levelled) < max(3, len(log.messages) // 2):
+        return Coverage(frozenset(), ())
+    lowest = min(LEVEL_RANK.get(level.upper(), 20) for level in levelled)
+    silent = {
+        s.sid
+        for s in static
+        if s.sid in unmatched and (lvl := call_level(s.callee)) is not None and LEVEL_RANK[lvl] < lowest
+    }
+    if not silent:
+        return Coverage(frozenset(), ())
+    name = min((k for k, v in LEVEL_RANK.items() if v == lowest), key=len)
+    return Coverage(
+        frozenset(silent),  # type: ignore[arg-type]
+        (
+            f"the log holds no message below {name}: {len(silent)} lower-level log statements are not "
+            "taken as not executed",
+        ),
+    )

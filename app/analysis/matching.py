@@ -1,0 +1,145 @@
+"""Source-to-log matching: the paper's Algorithm 1.
+
+A message matches a static log statement when the statement's static parts occur in the message
+in order with anything between: the paper's regex with `.*` for each dynamic part, unanchored,
+compared with whitespace runs collapsed (wrapped or re-indented log lines still match). It is
+decided with ordered ``str.find`` (linear in the message, whatever the parts hold) instead
+of a regex built from user text. An Aho-Corasick automaton over one key part per statement picks
+the few candidate statements of each message, so a log of n messages costs O(total length)
+rather than n times the number of statements.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import ahocorasick
+
+from app.analysis.model import LogMessage, LogStatement, MatchResult
+
+
+def ordered_match(parts: Sequence[str], message: str) -> bool:
+    """True when every part occurs in ``message``, in order, without overlapping.
+
+    Leftmost-first search is complete for literal fragments: taking the earliest occurrence of
+    each part leaves the most room for the ones after it.
+    """
+    position = 0
+    for part in parts:
+        found = message.find(part, position)
+        if found < 0:
+            return False
+        position = found + len(part)
+    return True
+
+
+@dataclass(frozen=True)
+class _Pattern:
+    sid: int
+    fragments: tuple[str, ...]
+
+
+def match_messages(
+    static: Sequence[LogStatement], messages: Sequence[LogMessage], error_sids: Iterable[int]
+) -> MatchResult:
+    """Algorithm 1: L_exe, L_nexe and the multi-matched statements, by statement id.
+
+    Statements without static parts are not static log statements and take no part. Several log
+    calls may belong to one statement (one sid): a message that matches only calls of one
+    statement matches that statement uniquely. ``multi`` holds L_mm less L_exe: statements seen
+    only in messages that also matched another statement.
+    """
+    errors = frozenset(error_sids)
+    patterns = _patterns(static)
+    statements = frozenset(p.sid for p in patterns)
+    index = _Index(patterns)
+
+    exe: set[int] = set(errors)
+    multi: set[int] = set()
+    matches: list[tuple[int, tuple[int, ...]]] = []
+    seen: dict[str, tuple[int, ...]] = {}  # logs repeat messages; each distinct text is matched once
+    for message in messages:
+        matched = seen.get(message.text)
+        if matched is None:
+            matched = seen[message.text] = index.match(_normalized(message.text))
+        if len(matched) == 1:
+            exe.update(matched)
+        else:
+            multi.update(sid for sid in matched if sid not in exe)
+        if matched:
+            matches.append((message.index, matched))
+
+    nexe = statements - exe - multi
+    return MatchResult(
+        exe=frozenset(exe),
+        nexe=frozenset(nexe),
+        multi=frozenset(multi - exe),
+        matches=tuple(matches),
+        error_sids=errors,
+    )
+
+
+def _patterns(static: Sequence[LogStatement]) -> list[_Pattern]:
+    patterns: dict[tuple[int, tuple[str, ...]], _Pattern] = {}
+    for statement in static:
+        if statement.sid is None:
+            raise ValueError(
+                f"log statement at {statement.path}:{statement.line} has no sid; "
+                "assign statement ids before matching"
+            )
+        if statement.is_static:
+            fragments = _fragments(statement.parts)
+            patterns.setdefault((statement.sid, fragments), _Pattern(statement.sid, fragments))
+    return list(patterns.values())
+
+
+def _fragments(parts: Sequence[str]) -> tuple[str, ...]:
+    """The parts with whitespace runs collapsed to one space and trimmed: see ``_normalized``.
+
+    Whitespace-only parts vanish; a statement left with none matches every message, as the
+    regex of only `.*` and blanks would match nearly any.
+    """
+    return tuple(f for f in map(_normalized, parts) if f)
+
+
+def _normalized(text: str) -> str:
+    """Whitespace-insensitive form of a message or part.
+
+    Log lines get wrapped, re-indented and stripped on their way to the log (a printed newline
+    ends a log line; a long line is folded at a space), so whitespace carries no evidence. Every
+    match of the paper's regex survives this (a part's trimmed text keeps its inner runs whole),
+    so the predicate only grows more tolerant, never stricter.
+    """
+    return " ".join(text.split())
+
+
+class _Index:
+    """Candidate lookup: each pattern is keyed by its longest fragment, found by one automaton pass."""
+
+    def __init__(self, patterns: Sequence[_Pattern]) -> None:
+        self._patterns = patterns
+        self._always = tuple(i for i, p in enumerate(patterns) if not p.fragments)
+        self._automaton: ahocorasick.Automaton | None = None
+        keyed: dict[str, list[int]] = {}
+        for i, pattern in enumerate(patterns):
+            if pattern.fragments:
+                keyed.setdefault(max(pattern.fragments, key=len), []).append(i)
+        if keyed:
+            self._automaton = ahocorasick.Automaton()
+            for key, members in keyed.items():
+                self._automaton.add_word(key, tuple(members))
+            self._automaton.make_automaton()
+
+    def match(self, text: str) -> tuple[int, ...]:
+        """Sorted sids of the statements whose fragments occur in ``text`` in order."""
+        candidates: set[int] = set(self._always)
+        if self._automaton is not None:
+            for _, members in self._automaton.iter(text):
+                candidates.update(members)
+        sids: set[int] = set()
+        for i in candidates:
+            pattern = self._patterns[i]
+            if pattern.sid not in sids and ordered_match(pattern.fragments, text):
+                sids.add(pattern.sid)
+        return tuple(sorted(sids))

@@ -1,0 +1,5 @@
+"""`tcfl bench`: see app/bench.py."""
+
+from app.bench import register
+
+__all__ = ["register"]

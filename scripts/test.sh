@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The whole test suite from a fresh clone: install, lint, unit/API tests, then the slow groups.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip >/dev/null
+.venv/bin/python -m pip install -q -e ".[dev]"
+.venv/bin/ruff check .
+.venv/bin/ruff format --check .
+# unit, analysis, API and database tests
+.venv/bin/python -m pytest -m "not vllm and not browser" -p no:cacheprovider "$@"
