@@ -276,17 +276,18 @@ def csr(
 
 
 def _stops(ctx: _Ctx, frames: Sequence[Frame]) -> dict[str, int]:
-    """Where each function of the final traceback stopped: innermost at the error, others at the call."""
-    if not frames:
-        return {}
-    last = max(f.traceback for f in frames)
+    """Where each function in a traceback stopped: the innermost frame at the error, others at the call.
+
+    Every traceback counts (a test cancelled in its body and then failing in tearDown leaves two);
+    a function met in several keeps its frame from the latest, which is how chained exceptions
+    read too. When a function demonstrably ran on past its frame (it was called again), the walk
+    finds executed statements beyond the stop and ignores it.
+    """
     stops: dict[str, int] = {}
-    for frame in frames:
-        if frame.traceback != last:
-            continue
+    for frame in sorted(frames, key=lambda f: f.traceback):
         st = statement_at(ctx.program, frame.path, frame.line)
         if st is not None:
-            stops[st.function] = st.sid  # later (inner) frames of the same function win
+            stops[st.function] = st.sid  # later tracebacks and inner frames win
     return stops
 
 
@@ -606,42 +607,73 @@ def _normal_returns(
     executed statement (or its own stop) after it; a function returned normally when every such
     call site did and at least one exists.
     """
+    latest: dict[str, dict[int, int]] = {}
+    stmts = ctx.program.statements
     out: set[str] = set()
     for fn in funcs:
         if fn.kind != "function" or fn.fid in stops:
             continue
         live = [c for c in sites.get(fn.fid, ()) if c in alive or c in exe]
-        if live and all(_caller_went_on(ctx, c, exe, stops) for c in live):
+        if not live:
+            continue
+        went_on = True
+        for c in live:
+            caller = stmts[c].function
+            if caller not in latest:
+                latest[caller] = _latest_known_ahead(ctx, caller, exe, stops.get(caller))
+            if latest[caller].get(c, 0) <= stmts[c].end_line:
+                went_on = False
+                break
+        if went_on:
             out.add(fn.fid)
     return out
 
 
-def _caller_went_on(ctx: _Ctx, c: int, exe: set[int], stops: dict[str, int]) -> bool:
+def _latest_known_ahead(ctx: _Ctx, fid: str, exe: set[int], stop: int | None) -> dict[int, int]:
+    """Per statement, the last line of an executed statement (or the stop) reachable after it.
+
+    One pass in reverse topological order of the function's flow graph with back edges dropped:
+    linear in the function's size.
+    """
+    fn = ctx.fn_by_id[fid]
+    graph = ctx.graphs[fid]
+    if graph.entry is None:
+        return {}
     stmts = ctx.program.statements
-    caller = stmts[c].function
-    later = {
-        s
-        for s in ctx.fn_by_id[caller].statements
-        if (s in exe or s == stops.get(caller)) and stmts[s].start_line > stmts[c].end_line
-    }
-    return bool(later) and _reaches(ctx.graphs[caller], c, later)
+    succ = {s: [t for t in graph.all_succ(s) if t >= 0] for s in fn.statements}
+    for u, v in _dfs_back_edges(succ, graph.entry):
+        succ[u].remove(v)
+    known = {s for s in fn.statements if s in exe or s == stop}
+    best: dict[int, int] = {}
+    for s in _reverse_topological(succ):
+        value = 0
+        for t in succ[s]:
+            if t in known:
+                value = max(value, stmts[t].start_line)
+            value = max(value, best.get(t, 0))
+        best[s] = value
+    return best
 
 
-def _reaches(graph: FlowGraph, start: int, targets: set[int]) -> bool:
-    seen = {start}
-    queue = deque([start])
-    while queue:
-        u = queue.popleft()
-        for v in graph.all_succ(u):
-            if v in targets:
-                return True
-            if v >= 0 and v not in seen:
-                seen.add(v)
-                queue.append(v)
-    return False
-
-
-# ---------------------------------------------------------------------------------------------
+def _reverse_topological(succ: dict[int, list[int]]) -> list[int]:
+    """Nodes of an acyclic graph, every node after all of its successors."""
+    order: list[int] = []
+    done: set[int] = set()
+    for root in succ:
+        if root in done:
+            continue
+        stack = [(root, iter(succ[root]))]
+        done.add(root)
+        while stack:
+            node, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                order.append(node)
+                stack.pop()
+            elif nxt not in done and nxt in succ:
+                done.add(nxt)
+                stack.append((nxt, iter(succ[nxt])))
+    return order
 
 
 def to_lines(program: Program, sids: Iterable[int]) -> frozenset[Loc]:
