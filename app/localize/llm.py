@@ -1,0 +1,377 @@
+"""Client for an OpenAI-compatible chat-completions server (vLLM in production).
+
+The one module in ``app/localize`` that does I/O. It owns what a caller should not have to think
+about: the wire format for structured output, bounded concurrency, timeouts, and retries with
+backoff. It raises exactly two errors so that callers can decide what to do: ``ModelUnavailable``
+(the server is down or keeps failing: fall back to the heuristic ranker) and ``ModelError`` (the
+server refused this request: retrying it would not help).
+
+Base URL rule: the URL must be ``http(s)://host[:port]/<path>`` where the path ends in ``/v1``
+(a trailing slash is accepted and dropped). A URL with no path at all, such as
+``http://localhost:8000``, gets ``/v1`` appended with a logged warning, because that is the
+common slip; any other path is rejected with ``ValueError`` rather than guessed at.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import logging
+import random
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from types import TracebackType
+
+    from app.settings import Settings
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+RETRY_AFTER_CAP_S = 30.0
+HEALTH_TIMEOUT_S = 5.0
+_RETRYABLE_STATUS = frozenset({408, 429})
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One model answer. ``latency_ms`` is the whole ``complete`` call: queueing, retries, backoff."""
+
+    text: str
+    finish_reason: str | None
+    input_tokens: int | None
+    output_tokens: int | None
+    model: str
+    latency_ms: float
+    attempts: int = 1
+
+
+class ModelUnavailable(Exception):
+    """The server could not be reached or kept failing after every retry."""
+
+
+class ModelError(Exception):
+    """The server rejected the request (4xx other than 408/429); the same request would fail again."""
+
+    def __init__(self, message: str, status_code: int | None = None) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+
+
+class _Retryable(Exception):
+    """One failed attempt worth retrying; ``retry_after`` is the server's hint in seconds."""
+
+    def __init__(self, reason: str, retry_after: float | None = None) -> None:
+        super().__init__(reason)
+        self.retry_after = retry_after
+
+
+def normalize_base_url(url: str) -> str:
+    """Apply the module's base URL rule; returns the URL ending in ``/v1`` without a trailing slash."""
+    raw = url.strip()
+    parts = urlsplit(raw)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"model URL must be an http(s) URL such as http://127.0.0.1:8000/v1, got {url!r}")
+    if parts.query or parts.fragment:
+        raise ValueError(f"model URL must not carry a query or fragment, got {url!r}")
+    path = parts.path.rstrip("/")
+    if not path:
+        log.warning("model URL %s has no path; using %s/v1", raw, raw.rstrip("/"))
+        path = "/v1"
+    elif not path.endswith("/v1"):
+        raise ValueError(f"model URL must end in /v1 (an OpenAI-compatible base URL), got {url!r}")
+    return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+
+
+class ModelClient:
+    """Chat completions with structured output, bounded concurrency and retries.
+
+    Use it from one event loop; close it with ``aclose`` or ``async with``.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        model: str | None = None,
+        api_key: str | None = None,
+        timeout_s: float = 120,
+        retries: int = 3,
+        concurrency: int = 8,
+        max_tokens: int = 2048,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        top_k: int | None = None,
+        backoff_s: float = 0.5,
+        max_retry_after_s: float = RETRY_AFTER_CAP_S,
+    ) -> None:
+        if timeout_s <= 0:
+            raise ValueError(f"timeout_s must be > 0, got {timeout_s!r}")
+        if retries < 0:
+            raise ValueError(f"retries must be >= 0, got {retries!r}")
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be >= 1, got {concurrency!r}")
+        if max_tokens < 1:
+            raise ValueError(f"max_tokens must be >= 1, got {max_tokens!r}")
+        if backoff_s < 0 or max_retry_after_s < 0:
+            raise ValueError("backoff_s and max_retry_after_s must be >= 0")
+        self.base_url = normalize_base_url(base_url)
+        self.retries = retries
+        self.timeout_s = float(timeout_s)
+        self.concurrency = concurrency
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self.top_p = top_p
+        self.top_k = top_k
+        self.backoff_s = backoff_s
+        self.max_retry_after_s = max_retry_after_s
+        self._model = model or None
+        self._model_lock = asyncio.Lock()
+        self._slots = asyncio.Semaphore(concurrency)
+        headers = {"Accept": "application/json"}
+        if api_key:
+            headers["Authorization"] = f"Bearer {api_key}"
+        self._http = httpx.AsyncClient(
+            headers=headers,
+            timeout=httpx.Timeout(self.timeout_s),
+            limits=httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency),
+            follow_redirects=False,
+        )
+
+    @classmethod
+    def from_settings(cls, settings: Settings, *, model_url: str | None = None) -> ModelClient | None:
+        """A client built from settings, or None when no URL is set; ``model_url`` (``--model-url``) wins."""
+        url = (model_url or settings.model_url or "").strip()
+        if not url:
+            return None
+        return cls(
+            url,
+            model=settings.model,
+            api_key=settings.api_key,
+            timeout_s=settings.model_timeout_s,
+            retries=settings.model_retries,
+            concurrency=settings.model_concurrency,
+            max_tokens=settings.max_output_tokens,
+            temperature=settings.temperature,
+            top_p=settings.top_p,
+            top_k=settings.top_k,
+        )
+
+    async def __aenter__(self) -> ModelClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def health(self) -> bool:
+        """Whether ``GET {base_url}/models`` answers 200 within a few seconds; never raises."""
+        try:
+            response = await self._http.get(
+                f"{self.base_url}/models", timeout=min(self.timeout_s, HEALTH_TIMEOUT_S)
+            )
+        except (httpx.HTTPError, RuntimeError):
+            return False
+        return response.status_code == 200
+
+    async def model_name(self) -> str:
+        """The configured model, else the first ID listed by ``GET /models`` (asked once, then cached)."""
+        if self._model:
+            return self._model
+        async with self._model_lock:
+            if not self._model:
+                self._model, _ = await self._with_retries("GET", "/models", None, _first_model_id)
+        return self._model
+
+    async def complete(
+        self,
+        messages: list[dict[str, str]],
+        *,
+        schema: dict[str, Any] | None = None,
+        schema_name: str = "ranking",
+    ) -> Completion:
+        """One chat completion; with ``schema`` the server must answer JSON matching it."""
+        _check_messages(messages)
+        started = time.perf_counter()
+        model = await self.model_name()
+        payload: dict[str, Any] = {
+            "model": model,
+            "messages": messages,
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+        }
+        if self.top_k is not None:
+            payload["top_k"] = self.top_k
+        if schema is not None:
+            payload["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": schema_name, "schema": schema, "strict": True},
+            }
+        body, attempts = await self._with_retries("POST", "/chat/completions", payload, _checked_completion)
+        text, finish_reason = _first_choice(body)
+        usage = body["usage"] if isinstance(body.get("usage"), dict) else {}
+        return Completion(
+            text=text,
+            finish_reason=finish_reason,
+            input_tokens=_int_or_none(usage.get("prompt_tokens")),
+            output_tokens=_int_or_none(usage.get("completion_tokens")),
+            model=str(body.get("model") or model),
+            latency_ms=(time.perf_counter() - started) * 1000.0,
+            attempts=attempts,
+        )
+
+    async def _with_retries(
+        self,
+        method: str,
+        path: str,
+        payload: dict[str, Any] | None,
+        read: Callable[[dict[str, Any]], T],
+    ) -> tuple[T, int]:
+        """``read`` of the decoded JSON body, and the attempts it took; raises the module's two errors.
+
+        ``read`` raises ``_Retryable`` for a body that is malformed, so it is retried like a 5xx.
+        """
+        attempts = self.retries + 1
+        reason = "no attempt made"
+        for attempt in range(attempts):
+            try:
+                async with self._slots:
+                    return read(await self._attempt(method, path, payload)), attempt + 1
+            except _Retryable as exc:
+                reason = str(exc)
+                if attempt + 1 == attempts:
+                    break
+                delay = self._delay(attempt, exc.retry_after)
+                log.warning(
+                    "model server %s%s: %s; retry %d/%d in %.2f s",
+                    self.base_url,
+                    path,
+                    reason,
+                    attempt + 1,
+                    self.retries,
+                    delay,
+                )
+                await asyncio.sleep(delay)
+        raise ModelUnavailable(
+            f"model server {self.base_url} unavailable: {method} {path} failed "
+            f"{attempts} time{'s' if attempts != 1 else ''}; last error: {reason}"
+        )
+
+    async def _attempt(self, method: str, path: str, payload: dict[str, Any] | None) -> dict[str, Any]:
+        url = f"{self.base_url}{path}"
+        try:
+            response = await self._http.request(method, url, json=payload)
+        except httpx.TimeoutException as exc:
+            raise _Retryable(f"no answer within {self.timeout_s:g} s ({type(exc).__name__})") from exc
+        except httpx.RequestError as exc:
+            raise _Retryable(f"cannot reach {url}: {type(exc).__name__}: {exc}") from exc
+        status = response.status_code
+        if status in _RETRYABLE_STATUS or status >= 500:
+            raise _Retryable(
+                f"HTTP {status}: {_error_text(response)}", _retry_after(response.headers.get("retry-after"))
+            )
+        if status != 200:
+            raise ModelError(
+                f"model server rejected {method} {path}: HTTP {status}: {_error_text(response)}", status
+            )
+        try:
+            body = response.json()
+        except ValueError as exc:
+            raise _Retryable(f"HTTP 200 with a body that is not JSON: {response.text[:200]!r}") from exc
+        if not isinstance(body, dict):
+            raise _Retryable(f"HTTP 200 with JSON that is not an object: {response.text[:200]!r}")
+        return body
+
+    def _delay(self, attempt: int, retry_after: float | None) -> float:
+        """Exponential backoff with jitter, or the server's Retry-After (capped) when it gave one."""
+        if retry_after is not None:
+            return min(retry_after, self.max_retry_after_s)
+        return self.backoff_s * (2**attempt) * (0.5 + random.random())
+
+
+def _check_messages(messages: list[dict[str, str]]) -> None:
+    if not isinstance(messages, list) or not messages:
+        raise ValueError("messages must be a non-empty list of {'role', 'content'} dicts")
+    for i, message in enumerate(messages):
+        if (
+            not isinstance(message, dict)
+            or not isinstance(message.get("role"), str)
+            or not isinstance(message.get("content"), str)
+        ):
+            raise ValueError(f"messages[{i}] must be a dict with string 'role' and 'content'")
+
+
+def _checked_completion(body: dict[str, Any]) -> dict[str, Any]:
+    """The body itself when it holds a first choice; a body without one is a server fault."""
+    choices = body.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise _Retryable(f"HTTP 200 without choices: {str(body)[:200]}")
+    return body
+
+
+def _first_choice(body: dict[str, Any]) -> tuple[str, str | None]:
+    choice = body["choices"][0]
+    message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
+    content = message.get("content")
+    finish = choice.get("finish_reason")
+    return (content if isinstance(content, str) else ""), (finish if isinstance(finish, str) else None)
+
+
+def _first_model_id(body: dict[str, Any]) -> str:
+    data = body.get("data")
+    if isinstance(data, list):
+        for entry in data:
+            if isinstance(entry, dict) and isinstance(entry.get("id"), str) and entry["id"]:
+                return entry["id"]
+    raise _Retryable("GET /models lists no models (set TCFL_MODEL to name one)")
+
+
+def _int_or_none(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _error_text(response: httpx.Response) -> str:
+    """The server's own error message when it sent one (OpenAI and vLLM shapes), else the raw body."""
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text[:300] or response.reason_phrase
+    if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict) and error.get("message"):
+            return str(error["message"])[:300]
+        for key in ("message", "detail", "error"):
+            if body.get(key):
+                return str(body[key])[:300]
+    return response.text[:300]
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Seconds from a Retry-After header (delta-seconds or HTTP date); None when absent or unreadable."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when is None:
+        return None
+    return max(0.0, when.timestamp() - time.time())
