@@ -1,0 +1,159 @@
+"""`tcfl triage`: rank the most suspicious functions, blocks or lines of a failing test script."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+
+from pydantic import ValidationError
+
+from app.analysis.model import Script
+from app.analysis.render import LEVELS
+from app.cli import UsageError
+from app.cli.io import read_log, read_scripts
+from app.localize.llm import ModelClient
+from app.localize.prompts import OUTPUT_FORMATS
+from app.localize.result import RANKERS, TriageOptions, TriageResult
+from app.settings import get_settings
+from app.triage import triage
+
+CODE_PREVIEW_LINES = 4
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("triage", help="rank the most suspicious elements of a failing test script")
+    p.add_argument("scripts", nargs="+", metavar="SCRIPT", help="test script(s) of the failing test")
+    p.add_argument("--log", required=True, metavar="FILE", help="the failure log ('-' for standard input)")
+    p.add_argument("--level", choices=LEVELS, help="granularity of the ranking (default: block)")
+    p.add_argument("-k", type=int, metavar="N", help="how many elements to rank (default: 5)")
+    p.add_argument(
+        "--trace", metavar="VARIANT", help="t0, tmin, tmid, tmax, tplus (default) or a variant name"
+    )
+    p.add_argument(
+        "--ranker", choices=RANKERS, default="auto", help="auto = the model when one is configured"
+    )
+    p.add_argument(
+        "--model-url",
+        metavar="URL",
+        help="OpenAI-compatible base URL ending in /v1 (overrides TCFL_MODEL_URL)",
+    )
+    p.add_argument(
+        "--model", metavar="NAME", help="model name (default: TCFL_MODEL, else the server's first model)"
+    )
+    p.add_argument("--output-format", choices=OUTPUT_FORMATS, help="json_schema (default) or paper")
+    p.add_argument(
+        "--two-phase", action="store_true", help="rank functions first, then elements inside the top ones"
+    )
+    p.add_argument(
+        "--line-to-block", action="store_true", help="block level: ask for lines, map them to blocks"
+    )
+    p.add_argument(
+        "--log-function",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="extra log-function callee pattern, e.g. Log.log (repeatable)",
+    )
+    p.add_argument("--json", action="store_true", help="machine-readable triage result (DESIGN section 3)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    scripts, warnings = read_scripts(args.scripts)
+    log, log_warnings = read_log(args.log)
+    try:
+        settings = get_settings()
+    except ValidationError as exc:
+        raise UsageError(
+            f"invalid TCFL_* setting: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}"
+        ) from exc
+    options = TriageOptions(
+        level=args.level or settings.default_level,
+        k=settings.default_k if args.k is None else args.k,
+        trace=args.trace or settings.default_trace,
+        ranker=args.ranker,
+        log_functions=(*settings.extra_log_functions(), *args.log_function),
+        output_format=args.output_format or settings.output_format,
+        two_phase=args.two_phase,
+        line_to_block=args.line_to_block,
+    )
+    try:
+        options = options.validated()
+        if args.model:
+            settings = settings.model_copy(update={"model": args.model})
+        client = (
+            None
+            if args.ranker == "heuristic"
+            else ModelClient.from_settings(settings, model_url=args.model_url)
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    if args.ranker == "llm" and client is None:
+        raise UsageError("--ranker llm needs a model server: pass --model-url or set TCFL_MODEL_URL")
+    try:
+        result = asyncio.run(_triage(scripts, log, options, client))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    result_warnings = [*warnings, *log_warnings]
+    if args.json:
+        body = result.to_dict()
+        body["warnings"] = [*result_warnings, *body["warnings"]]
+        json.dump(body, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(format_result(result, result_warnings))
+    return 0
+
+
+async def _triage(
+    scripts: list[Script], log: str, options: TriageOptions, client: ModelClient | None
+) -> TriageResult:
+    try:
+        return await triage(scripts, log, options, client=client)
+    finally:
+        if client is not None:
+            await client.aclose()
+
+
+def format_result(result: TriageResult, extra_warnings: list[str]) -> str:
+    """The terminal report: the ranking with code previews, then where it came from and what it cost."""
+    out: list[str] = []
+    out.append(f"Error: {result.error_message or '(no error message found in the log)'}")
+    ranker = result.ranker if result.model is None else f"{result.ranker} ({result.model})"
+    out.append(
+        f"Top {result.k} {result.level}s by {ranker}; trace {result.variant}: "
+        f"{result.kept_lines}/{result.total_lines} lines kept ({result.pruning_rate:.0%} pruned)"
+    )
+    if result.fallback_reason:
+        out.append(f"Fallback: {result.fallback_reason}")
+    out.append("")
+    for item in result.ranking:
+        span = (
+            f"{item.start_line}" if item.start_line == item.end_line else f"{item.start_line}-{item.end_line}"
+        )
+        score = "" if item.score is None else f"  score {item.score:.2f}"
+        out.append(f"{item.rank:>2}. {item.id}  {item.path}:{span}{score}")
+        out.append(f"    why: {item.reason}")
+        code = item.code.splitlines()
+        for line in code[:CODE_PREVIEW_LINES]:
+            out.append(f"    | {line}")
+        if len(code) > CODE_PREVIEW_LINES:
+            out.append(f"    | ... ({len(code) - CODE_PREVIEW_LINES} more lines)")
+    if not result.ranking:
+        out.append("(nothing to rank: no code is left in the trace)")
+    out.append("")
+    if result.tokens is not None:
+        out.append(f"Tokens: {result.tokens[0]} in, {result.tokens[1]} out")
+    timings = f"static {result.static_ms:.1f} ms, model {result.model_ms:.1f} ms"
+    out.append(f"Time: {timings}, total {result.total_ms:.1f} ms")
+    counts = result.postprocess
+    if counts.invalid or counts.duplicates or counts.mismatches:
+        out.append(
+            f"Post-processing: {counts.invalid} invalid, {counts.duplicates} duplicate, "
+            f"{counts.mismatches} mismatched ({counts.repaired} repaired)"
+        )
+    for warning in [*extra_warnings, *result.warnings]:
+        out.append(f"warning: {warning}")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,237 @@
+"""The paper's Figure 4 prompt, filled for one rendered trace, and a tolerant reader of answers.
+
+Templates live in the repository's top-level ``prompts/`` directory (one file per level) so they
+can be read and edited as text. Each file has a ``[system]`` part (the fixed task description)
+and a ``[user]`` part whose fixed instructions come before the error message and the code: the
+varying text is last, so an OpenAI-compatible server's prefix cache is reused across requests.
+Placeholders are substituted in one pass, so braces inside code or messages are never expanded.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from app.analysis.render import RenderedCode
+from app.localize.schema import RESPONSE_KEYS
+
+OUTPUT_FORMATS: tuple[str, ...] = ("json_schema", "paper")
+PLACEHOLDERS: frozenset[str] = frozenset(
+    {
+        "programming_language",
+        "element",
+        "k",
+        "err_msg",
+        "test_code",
+        "ID",
+        "max_element_id",
+        "output_template",
+    }
+)
+PROMPTS_DIR = Path(__file__).resolve().parents[2] / "prompts"
+
+# Figure 5 of the paper; the JSON-schema variant of the line level asks for IDs only because
+# the schema's enum already guarantees each ID names a real line.
+OUTPUT_TEMPLATES: dict[tuple[str, str], str] = {
+    ("function", "paper"): '{"faulty_functions": ["foo", "bar", ...]}',
+    ("block", "paper"): '{"faulty_blocks": ["BLOCK 10", "BLOCK 7", ...]}',
+    ("line", "paper"): '10: print("This line is faulty!")\n5: print("This line is faulty too!")\n...',
+    ("function", "json_schema"): '{"faulty_functions": ["foo", "bar", ...]}',
+    ("block", "json_schema"): '{"faulty_blocks": ["BLOCK 10", "BLOCK 7", ...]}',
+    ("line", "json_schema"): '{"faulty_lines": ["10", "5", ...]}',
+}
+ID_WORDS: dict[str, str] = {"function": "name", "block": "ID", "line": "line number"}
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_]+)\}")
+
+
+@dataclass(frozen=True)
+class PromptTemplate:
+    system: str
+    user: str
+
+
+@dataclass(frozen=True)
+class RawAnswer:
+    """One ranked item as the model wrote it, before any validation."""
+
+    id: str
+    content: str | None = None  # the line's text, line level in the paper's format only
+
+
+def parse_template(text: str, name: str = "template") -> PromptTemplate:
+    """Split a template file into its system and user parts and check its placeholders."""
+    match = re.fullmatch(r"\s*\[system\]\n(.*?)\n\[user\]\n(.*)", text, flags=re.DOTALL)
+    if match is None:
+        raise ValueError(f"{name}: expected a '[system]' part followed by a '[user]' part")
+    unknown = {m.group(1) for m in _PLACEHOLDER.finditer(text)} - PLACEHOLDERS
+    if unknown:
+        raise ValueError(f"{name}: unknown placeholders {sorted(unknown)}")
+    return PromptTemplate(system=match.group(1).strip(), user=match.group(2).strip())
+
+
+@lru_cache(maxsize=4)
+def load_templates(directory: Path = PROMPTS_DIR) -> dict[str, PromptTemplate]:
+    """Read ``function.txt``, ``block.txt`` and ``line.txt``; shipped resources, read once."""
+    templates: dict[str, PromptTemplate] = {}
+    for level in RESPONSE_KEYS:
+        path = directory / f"{level}.txt"
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"prompt template {path} is missing; tcfl reads its prompts from the repository's "
+                "top-level prompts/ directory"
+            )
+        templates[level] = parse_template(path.read_text(encoding="utf-8"), name=str(path))
+    return templates
+
+
+def build_messages(
+    rendered: RenderedCode,
+    error_message: str,
+    k: int,
+    *,
+    output_format: str = "json_schema",
+    templates: dict[str, PromptTemplate] | None = None,
+) -> list[dict[str, str]]:
+    """System and user chat messages asking for the ``k`` most suspicious elements of ``rendered``."""
+    if output_format not in OUTPUT_FORMATS:
+        raise ValueError(
+            f"unknown output format {output_format!r}; expected one of {', '.join(OUTPUT_FORMATS)}"
+        )
+    template = (templates or load_templates())[rendered.level]
+    values = {
+        "programming_language": "Python",
+        "element": rendered.level,
+        "k": str(k),
+        "ID": ID_WORDS[rendered.level],
+        "max_element_id": str(
+            rendered.max_element_id if rendered.max_element_id is not None else len(rendered.elements)
+        ),
+        "output_template": OUTPUT_TEMPLATES[(rendered.level, output_format)],
+        "err_msg": error_message.strip() or "(no error message found in the log)",
+        "test_code": rendered.text,
+    }
+
+    def fill(text: str) -> str:
+        return _PLACEHOLDER.sub(lambda m: values[m.group(1)], text)
+
+    return [
+        {"role": "system", "content": fill(template.system)},
+        {"role": "user", "content": fill(template.user)},
+    ]
+
+
+def parse_answer(text: str, level: str, *, output_format: str) -> list[RawAnswer]:
+    """Read the ranked IDs out of a model answer, tolerating fences, prose and sloppy JSON.
+
+    Function and block answers (and line answers in ``json_schema`` mode) are JSON objects with
+    the level's key; when no JSON can be recovered the IDs are picked out of the text. Line
+    answers in ``paper`` mode are ``N: content`` lines; a JSON list of IDs is accepted too.
+    """
+    if level not in RESPONSE_KEYS:
+        raise ValueError(f"unknown level {level!r}")
+    body = _strip_fences(text)
+    if level == "line" and output_format == "paper":
+        answers = _paper_lines(body)
+        if answers:
+            return answers
+    items = _json_items(body, RESPONSE_KEYS[level])
+    if items is not None:
+        return [RawAnswer(id=_normalize_id(item, level)) for item in items if _normalize_id(item, level)]
+    if level == "line":
+        return _paper_lines(body)
+    if level == "block":
+        return [RawAnswer(id=f"BLOCK {n}") for n in re.findall(r"\bBLOCK\s*(\d+)", body, flags=re.IGNORECASE)]
+    return [RawAnswer(id=name) for name in re.findall(r"[\"'`]([A-Za-z_][\w.]*)[\"'`]", body)]
+
+
+def _strip_fences(text: str) -> str:
+    fenced = re.findall(r"```[\w-]*\n?(.*?)```", text, flags=re.DOTALL)
+    return "\n".join(fenced) if fenced else text
+
+
+def _json_items(text: str, key: str) -> list[object] | None:
+    """The list under ``key`` in the first JSON object that has it, or a bare JSON list."""
+    for candidate in _json_candidates(text):
+        for attempt in (candidate, re.sub(r",\s*([\]}])", r"\1", candidate)):
+            try:
+                value = json.loads(attempt)
+            except ValueError:
+                continue
+            if isinstance(value, dict):
+                found = value.get(key)
+                if found is None and len(value) == 1:
+                    found = next(iter(value.values()))
+                if isinstance(found, list):
+                    return found
+            elif isinstance(value, list):
+                return value
+    return None
+
+
+def _json_candidates(text: str) -> list[str]:
+    """Balanced ``{...}`` spans, then ``[...]`` spans, each in text order."""
+    spans: list[str] = []
+    for opener, closer in (("{", "}"), ("[", "]")):
+        start = text.find(opener)
+        while start != -1:
+            end = _balanced_end(text, start, opener, closer)
+            if end is None:
+                start = text.find(opener, start + 1)
+            else:
+                spans.append(text[start : end + 1])
+                start = text.find(opener, end + 1)
+    return spans
+
+
+def _balanced_end(text: str, start: int, opener: str, closer: str) -> int | None:
+    depth, in_string, escape = 0, False, False
+    for i in range(start, len(text)):
+        ch = text[i]
+        if in_string:
+            if escape:
+                escape = False
+            elif ch == "\\":
+                escape = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch == opener:
+            depth += 1
+        elif ch == closer:
+            depth -= 1
+            if depth == 0:
+                return i
+    return None
+
+
+def _normalize_id(item: object, level: str) -> str:
+    if isinstance(item, bool):
+        return ""
+    if isinstance(item, dict):
+        item = next(
+            (v for k, v in item.items() if k.lower() in ("id", "name", "block", "line", "function")), ""
+        )
+    text = str(item).strip()
+    if level == "block":
+        match = re.fullmatch(r"(?:BLOCK\s*)?(\d+)", text, flags=re.IGNORECASE)
+        return f"BLOCK {int(match.group(1))}" if match else text
+    if level == "line":
+        match = re.match(r"\s*(?:line\s*)?(\d+)", text, flags=re.IGNORECASE)
+        return str(int(match.group(1))) if match else text
+    return text
+
+
+_PAPER_LINE = re.compile(r"^\s*(?:[-*]\s*)?(?:line\s*)?(\d+)\s*:\s?(.*)$", flags=re.IGNORECASE)
+
+
+def _paper_lines(text: str) -> list[RawAnswer]:
+    answers = []
+    for raw in text.splitlines():
+        match = _PAPER_LINE.match(raw)
+        if match:
+            answers.append(RawAnswer(id=str(int(match.group(1))), content=match.group(2)))
+    return answers
