@@ -140,6 +140,9 @@ def line_owners(program: Program, blocks: tuple[Block, ...]) -> dict[Loc, _Owner
     whose range covers them.
     """
     block_of_sid = {sid: block.bid for block in blocks for sid in block.sids}
+    blocks_of: dict[str, list[Block]] = {}
+    for block in blocks:
+        blocks_of.setdefault(block.function, []).append(block)
     owners: dict[Loc, _Owner] = {}
     for stmt in program.statements:
         for line in stmt.lines:
@@ -148,7 +151,11 @@ def line_owners(program: Program, blocks: tuple[Block, ...]) -> dict[Loc, _Owner
         for line in function.header_lines:
             loc = Loc(function.path, line)
             seen_from_parent = owners.get(loc)  # a nested def is also a statement of its parent
-            block = seen_from_parent.block if seen_from_parent else _covering_block(blocks, function.fid, loc)
+            block = (
+                seen_from_parent.block
+                if seen_from_parent
+                else _covering_block(blocks_of.get(function.fid, []), loc)
+            )
             owners[loc] = _Owner(function.fid, block)
     for source in program.files:
         for line in sorted(source.code_lines):
@@ -156,18 +163,17 @@ def line_owners(program: Program, blocks: tuple[Block, ...]) -> dict[Loc, _Owner
             if loc not in owners:
                 fid = _covering_function(program, loc)
                 if fid is not None:
-                    owners[loc] = _Owner(fid, _covering_block(blocks, fid, loc))
+                    owners[loc] = _Owner(fid, _covering_block(blocks_of.get(fid, []), loc))
     return owners
 
 
-def _covering_block(blocks: tuple[Block, ...], fid: str, loc: Loc) -> int | None:
+def _covering_block(blocks: list[Block], loc: Loc) -> int | None:
+    """The innermost of one function's blocks whose line range covers ``loc``."""
     best: Block | None = None
     for block in blocks:
-        if (
-            block.path == loc.path
-            and block.function == fid
-            and block.start_line <= loc.line <= block.end_line
-        ) and (best is None or block.end_line - block.start_line < best.end_line - best.start_line):
+        if (block.path == loc.path and block.start_line <= loc.line <= block.end_line) and (
+            best is None or block.end_line - block.start_line < best.end_line - best.start_line
+        ):
             best = block
     return None if best is None else best.bid
 
