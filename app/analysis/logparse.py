@@ -50,7 +50,7 @@ _FORMATS: tuple[tuple[str, str], ...] = (
     # pytest log_cli_format "%(asctime)s [%(levelname)8s] %(message)s (%(filename)s:%(lineno)s)"
     ("pytest-live-bracket", rf"(?:{_DATE}[ T])?{_TIME} +\[ *(?P<level>{_LEVEL_ANY_CASE}) *\] (?P<msg>.*)"),
     # %(asctime)s - %(name)s - %(levelname)s - %(message)s   (name optional)
-    ("asctime", rf"{_DATE}[ T]{_TIME} +- +(?P<sig>(?:\S+ +- +)?(?P<level>{_LEVEL})) +- (?P<msg>.*)"),
+    ("asctime", rf"{_DATE}[ T]{_TIME} +- +(?P<sig>(?:\S+ +- +)?(?P<level>{_LEVEL})) +-(?: (?P<msg>.*)|$)"),
     # pytest captured/live log default: "%(levelname)-8s %(name)s:%(filename)s:%(lineno)d %(message)s"
     ("pytest-captured", rf"(?P<sig>(?P<level>{_LEVEL}) +[^\s:]+:[^\s:]+:\d+)(?: (?P<msg>.*))?"),
     # Python logging's default: LEVEL:name:msg
@@ -64,8 +64,11 @@ _FORMATS: tuple[tuple[str, str], ...] = (
     ),
     # pytest live log with a time-only date format: 10:00:00 INFO msg
     ("pytest-live", rf"(?:{_DATE}[ T])?{_TIME} +(?P<level>{_LEVEL}):?(?: +(?P<msg>.*))?"),
-    # 2024-05-01T10:00:00.123Z [LEVEL] msg
-    ("iso", rf"{_ISO_DATE}[T ]{_TIME}{_ZONE}[ \t]+(?:\[? *(?P<level>{_LEVEL}) *\]?:? +)?(?P<msg>.*)"),
+    # 2024-05-01T10:00:00.123Z [LEVEL] msg   (CI runners; Jenkins' timestamper brackets it)
+    (
+        "iso",
+        rf"\[?{_ISO_DATE}[T ]{_TIME}{_ZONE}\]?(?:[ \t](?: *\[? *(?P<level>{_LEVEL}) *\]?:? +)?(?P<msg>.*)|$)",
+    ),
 )
 
 KNOWN_FORMATS: tuple[str, ...] = tuple(name for name, _ in _FORMATS)
@@ -89,6 +92,8 @@ def _combined(order: Sequence[int]) -> re.Pattern[str]:
 _ALL = tuple(range(len(_FORMATS)))
 _COMBINED = (*(_combined((i, *(j for j in _ALL if j != i))) for i in _ALL), _combined(_ALL))
 _LIVE_BRACKET = KNOWN_FORMATS.index("pytest-live-bracket")
+_TRANSPORTS = frozenset({KNOWN_FORMATS.index("syslog"), KNOWN_FORMATS.index("iso")})
+_INNER = _combined([i for i in _ALL if i not in _TRANSPORTS])
 
 _LEVEL_ALIASES = {
     "WARN": "WARNING",
@@ -108,6 +113,8 @@ class _Prefix(NamedTuple):
     level: str | None
     sig: str  # the prefix less its timestamp: lines of one logging call share it
     body: str  # the line with the prefix stripped
+    layered: bool = False  # a transport prefix (syslog, CI timestamps) around an application one
+    bare: bool = False  # a transport prefix around nothing recognisable: may continue a message
 
 
 class _Prefixer:
@@ -117,9 +124,11 @@ class _Prefixer:
     per log line.
     """
 
-    def __init__(self, pattern: re.Pattern[str] | None, *, custom: bool = False) -> None:
+    def __init__(self, pattern: re.Pattern[str] | None, *, custom: bool = False, inner: bool = True) -> None:
         self.pattern = pattern
         self.levels: dict[str, str] = {}
+        # syslog and CI timestamps wrap whatever the program printed: strip its own prefix too
+        self.inner = _Prefixer(_INNER, inner=False) if inner and pattern is not None and not custom else None
         # outer group index -> (format, msg group, level group, sig group); 0 = no such group
         self.table: dict[int, tuple[int, int, int, int]] = {}
         if pattern is None:
@@ -150,15 +159,22 @@ class _Prefixer:
                 return None
             msg = ""
         raw_level = m.group(level_group) if level_group else None
-        level = None
-        if raw_level:
-            level = self.levels.get(raw_level)
-            if level is None:
-                level = self.levels[raw_level] = _level(raw_level)
+        level = self.level(raw_level) if raw_level else None
         sig = (m.group(sig_group) if sig_group else None) or raw_level or ""
+        if fmt in _TRANSPORTS:
+            inner = self.inner(msg) if self.inner is not None else None
+            if inner is not None:
+                return _Prefix(inner.fmt, inner.level, f"{sig} {inner.sig}", inner.body, True)
+            return _Prefix(fmt, level, sig, msg.rstrip(), bare=level is None)
         if fmt == _LIVE_BRACKET:
             msg = _strip_location(msg)
         return _Prefix(fmt, level, sig, msg.rstrip())
+
+    def level(self, raw: str) -> str:
+        level = self.levels.get(raw)
+        if level is None:
+            level = self.levels[raw] = _level(raw)
+        return level
 
 
 def _level(raw: str) -> str:
@@ -297,6 +313,7 @@ class _Traceback:
     frames: list[tuple[str, int, str | None, str | None, int]] = field(default_factory=list)
     exception: list[str] = field(default_factory=list)  # Python: exception line(s); pytest: its E lines
     crash: str = ""  # pytest: what the terminal location line said (``AssertionError``)
+    group: int | None = None  # first line of the exception group it is part of
 
 
 def _indent(text: str) -> int:
@@ -324,11 +341,11 @@ def _frame_match(text: str) -> re.Match[str] | None:
 
 def _pytest_title(stripped: str) -> bool:
     """``____ test_name[param] ____`` (a failure section's header in pytest's report)."""
-    if not (stripped.startswith("__") and stripped.endswith("__")):
-        return False
-    title = stripped.strip("_ ")
-    if not title:
-        return False
+    left, _, rest = stripped.partition(" ")
+    title, _, right = rest.rpartition(" ")
+    if len(left) < 2 or len(right) < 2 or left.strip("_") or right.strip("_") or not title.strip():
+        return False  # not `__init__`, nor any line that merely starts with underscores
+    title = title.strip()
     head = title.split("[", 1)[0]
     return " " not in head or title.startswith(("ERROR at ", "ERROR collecting ", "summary"))
 
@@ -338,7 +355,9 @@ def _pytest_separator(stripped: str) -> bool:
 
 
 def _pytest_progress(stripped: str) -> bool:
-    """``test_x.py::test_a PASSED   [ 50%]`` and friends."""
+    """``test_x.py::test_a PASSED   [ 50%]``, ``test_x.py::test_a`` and friends."""
+    if ".py::" in stripped.split(" ", 1)[0]:
+        return True
     if not stripped.endswith("%]"):
         return False
     cut = stripped.rfind("[")
@@ -426,6 +445,49 @@ def _dedent(lines: Sequence[str]) -> list[str]:
     return [ln[cut:].rstrip() for ln in lines]
 
 
+_GROUP_HEADER = "+ Exception Group Traceback (most recent call last):"
+
+
+def _unwrap_exception_groups(lines: list[str], prefixes: list[_Prefix | None]) -> dict[int, int]:
+    """Rewrite ExceptionGroup reports (``| ``-bordered) into plain tracebacks, in place.
+
+    Returns line index -> the group's first line for each of their lines. They are never log
+    messages (sub-exceptions printed without a traceback would otherwise read as ones), and the
+    error message gathers the exceptions of the whole group.
+    """
+    quiet: dict[int, int] = {}
+    i, n = 0, len(lines)
+    while i < n:
+        prefix = prefixes[i]
+        if not (lines[i] if prefix is None else prefix.body).lstrip().startswith(_GROUP_HEADER):
+            i += 1
+            continue
+        start = i
+        while i < n:
+            prefix = prefixes[i]
+            content = (lines[i] if prefix is None else prefix.body).lstrip()
+            if not content.startswith(("|", "+")):
+                break
+            for _ in range(8):  # nested groups add a border per level
+                if content.startswith(_GROUP_HEADER):
+                    content = _TB_HEADER
+                elif content.startswith("|"):
+                    content = content[2:] if content.startswith("| ") else content[1:]
+                    if content.lstrip().startswith(("|", "+")):
+                        content = content.lstrip()
+                        continue
+                elif content.startswith("+"):
+                    content = ""  # the +---- n ---- separators between sub-exceptions
+                break
+            if prefix is None:
+                lines[i] = content
+            else:
+                prefixes[i] = prefix._replace(body=content)
+            quiet[i] = start
+            i += 1
+    return quiet
+
+
 # --------------------------------------------------------------------------------------------
 # The parser
 # --------------------------------------------------------------------------------------------
@@ -434,7 +496,14 @@ def _dedent(lines: Sequence[str]) -> list[str]:
 class _Parser:
     """One pass over the lines; state for the message being continued and the open pytest block."""
 
-    def __init__(self, lines: list[str], prefixes: list[_Prefix | None], offset: int) -> None:
+    def __init__(
+        self,
+        lines: list[str],
+        prefixes: list[_Prefix | None],
+        offset: int,
+        groups: dict[int, int] | None = None,
+    ) -> None:
+        self.quiet = groups or {}  # lines of exception groups: never messages
         self.lines = lines
         self.prefixes = prefixes
         self.offset = offset
@@ -449,6 +518,7 @@ class _Parser:
         self.pytest_func: str | None = None
         self.in_report = False
         self.last_e = -2  # index of the last E line read
+        self.open_layered = False  # the open message had an application prefix inside a transport one
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -489,7 +559,7 @@ class _Parser:
                     self.emit(i, i, before, prefix.level if prefix else None)
                 i = self.python_traceback(i)
                 continue
-            if stripped in _CHAIN_LINES:
+            if stripped in _CHAIN_LINES or i in self.quiet:
                 self.flush()
                 i += 1
                 continue
@@ -498,7 +568,7 @@ class _Parser:
             kind = _pytest_kind(stripped)
             if kind is not None or self.in_report:
                 self.flush()
-                i += self.pytest_line(i, stripped, kind)
+                i += max(1, self.pytest_line(i, stripped, kind))
                 continue
             if (
                 i == self.last_e + 1
@@ -508,9 +578,10 @@ class _Parser:
             ):
                 self.pytest.exception.append(body[4:])  # line style indents the rest of the E text
                 self.last_e = i
-            elif prefix is not None:
+            elif prefix is not None and not (prefix.bare and self.open_layered and self.open is not None):
                 self.flush()
                 self.open = (i, i, [body], prefix.level)
+                self.open_layered = prefix.layered
             elif not stripped:
                 self.flush()
             elif self.open is not None and self.prefixed:
@@ -526,13 +597,18 @@ class _Parser:
     # -- Python tracebacks -----------------------------------------------------------------
 
     def frame_at(self, i: int) -> tuple[re.Match[str] | None, int]:
-        """The frame starting at line i, joining lines a terminal wrapped; (match, lines used)."""
+        """The frame starting at line i, joining lines a terminal wrapped; (match, lines used).
+
+        A wrap can cut the path, the line number or the ``in`` (not the function name, which
+        cannot be told from a code line printed without indentation). A frame that parses but
+        names no function may still be cut after its line number: the join wins when it names one.
+        """
         body = self.body(i)
         if not _FRAME_START.match(body):
             return None, 1
-        m = _frame_match(body)
-        if m is not None:
-            return m, 1
+        first = _frame_match(body)
+        if first is not None and (first.group("func") or "").strip():
+            return first, 1
         joined = body
         for extra in (1, 2):
             j = i + extra
@@ -540,13 +616,13 @@ class _Parser:
                 break
             joined += self.lines[j]
             m = _frame_match(joined)
-            if m is not None:
+            if m is not None and (first is None or (m.group("func") or "").strip()):
                 return m, extra + 1
-        return None, 1
+        return first, 1
 
     def python_traceback(self, i: int) -> int:
         """Read the traceback whose header is line i; the index of the first line after it."""
-        tb = _Traceback("python", self.lineno(i))
+        tb = _Traceback("python", self.lineno(i), group=self.quiet.get(i))
         self.tracebacks.append(tb)
         header_indent = _indent(self.body(i))
         prefixed_style: bool | None = None  # do its frame lines carry the log prefix?
@@ -582,6 +658,12 @@ class _Parser:
             if prefix is not None and prefixed_style is False:
                 break  # the log went on before the traceback ended
             match, used = self.frame_at(j)
+            if match is None and _FRAME_START.match(body):
+                j += 1  # a frame line cut short: nothing to learn from it
+                continue
+            if match is not None and int(match.group("line")) < 1:
+                j += used
+                continue
             if match is not None:
                 if prefixed_style is None:
                     prefixed_style = prefix is not None
@@ -643,7 +725,7 @@ class _Parser:
                 m = _DEF.match(stripped)
                 if m is not None:
                     self.pytest_func = m.group("name")
-            return 0
+            return 1
         if kind == "separator":
             self.pytest_code = None
             self.pytest_func = None
@@ -660,8 +742,10 @@ class _Parser:
             self.summaries.append((self.lineno(i), _summary(stripped) or stripped))
         elif kind == "e":
             m = _PYTEST_E.fullmatch(stripped)
-            self.open_pytest(i).exception.append((m.group("text") if m else None) or "")
-            self.last_e = i
+            text = (m.group("text") if m else None) or ""
+            if text.strip() or self.pytest is not None:  # a lone `E` is unittest's progress mark
+                self.open_pytest(i).exception.append(text)
+                self.last_e = i
         elif kind == "code":
             m = _PYTEST_CODE.fullmatch(stripped)
             self.open_pytest(i)
@@ -704,7 +788,10 @@ class _Parser:
 
     def error_message(self) -> str:
         for tb in reversed(self.tracebacks):
-            if tb.kind == "python":
+            if tb.group is not None:
+                members = [t for t in self.tracebacks if t.group == tb.group]
+                text = "\n".join(line for t in members for line in t.exception)
+            elif tb.kind == "python":
                 text = "\n".join(tb.exception)
             else:
                 text = "\n".join(_dedent(tb.exception)).strip() or tb.crash
@@ -777,13 +864,16 @@ class _Parser:
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 _BINARY_SAMPLE = 65536
+_CONTROL = frozenset(chr(c) for c in (*range(32), *range(0x7F, 0xA0)) if chr(c) not in "\t\n\r\f\v\x1b")
 
 
-def _binary_share(text: str) -> float:
+def _binary_share(text: str, *, replaced: int | None = None) -> float:
+    """Share of control characters (and U+FFFD, unless ``replaced`` says how many decoding made)."""
     sample = text[:_BINARY_SAMPLE]
     if not sample:
         return 0.0
-    odd = sum(1 for ch in sample if (ch < " " and ch not in "\t\n\r\f\v\x1b") or ch == "\ufffd")
+    odd = sum(1 for ch in sample if ch in _CONTROL)
+    odd += sample.count("\ufffd") if replaced is None else min(replaced, len(sample))
     return odd / len(sample)
 
 
@@ -834,7 +924,8 @@ def parse_log(text: str, *, prefix_format: str | None = None, max_lines: int | N
     prefixes = [prefixer(ln) for ln in lines]
     if custom is not None and not any(prefixes):
         warnings.append("the configured prefix_format matched no line of the log")
-    parser = _Parser(lines, prefixes, offset)
+    groups = _unwrap_exception_groups(lines, prefixes) if _GROUP_HEADER in text else None
+    parser = _Parser(lines, prefixes, offset, groups)
     parser.run()
     error = parser.error_message()
     warnings.extend(parser.warnings)
@@ -864,7 +955,8 @@ def decode_log(data: bytes) -> tuple[str, list[str]]:
     nuls = text.count("\x00")
     if nuls:
         text = text.replace("\x00", "")
-    if nuls > 0 or _binary_share(text) > 0.1:
+    replaced = max(0, text.count("\ufffd") - data.count(b"\xef\xbf\xbd"))
+    if nuls > 0 or _binary_share(text, replaced=replaced) > 0.1:
         warnings.append("the log looks like binary data; it was read as text")
     return text, warnings
 
