@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from app.analysis.logparse import decode_log
 from app.analysis.model import Script
 from app.cli import UsageError
 
@@ -28,7 +29,7 @@ def _read_bytes(name: str, what: str) -> bytes:
 
 
 def decode_text(data: bytes, name: str) -> tuple[str, list[str]]:
-    """UTF-8 (with BOM) or, failing that, UTF-8 with bad bytes replaced and a warning."""
+    """Scripts: UTF-8 (with BOM) or, failing that, bad bytes replaced and a warning (logs: decode_log)."""
     warnings: list[str] = []
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
@@ -58,4 +59,4 @@ def read_scripts(names: list[str]) -> tuple[list[Script], list[str]]:
 
 
 def read_log(name: str) -> tuple[str, list[str]]:
-    return decode_text(_read_bytes(name, "log"), name)
+    return decode_log(_read_bytes(name, "log"))

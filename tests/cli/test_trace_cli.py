@@ -1,0 +1,137 @@
+"""`tcfl trace` as a user runs it: a real process, real files, the DESIGN section 3 JSON contract."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from app.analysis.model import VARIANTS
+from tests.conftest import RUNNING, benchmark_cases
+
+TCFL = [sys.executable, "-m", "app.cli"]
+
+
+def run(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*TCFL, *args], input=stdin.decode() if stdin else None, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_trace_json_contract_on_the_running_example():
+    proc = run(
+        "trace",
+        str(RUNNING / "test_example.py"),
+        "--log",
+        str(RUNNING / "failure.log"),
+        "--log-function",
+        "Log.log",
+        "--json",
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    for key in (
+        "files",
+        "static_log_statements",
+        "error_statements",
+        "error_message",
+        "L_exe",
+        "L_nexe",
+        "blocks",
+        "variants",
+        "aliases",
+        "warnings",
+    ):
+        assert key in out
+    assert set(VARIANTS) <= set(out["variants"])
+    assert out["aliases"] == {
+        "t0": "T0",
+        "tmin": "T2",
+        "tmid": "CSR(T1_dbt_exe&T2)",
+        "tmax": "CSR(T1_dbt_nexe&T2)",
+    }
+    assert [loc["line"] for loc in out["L_nexe"]] == [18, 24]
+    assert [loc["line"] for loc in out["variants"]["tplus"]["kept"]] == [
+        1,
+        2,
+        3,
+        8,
+        9,
+        10,
+        11,
+        12,
+        13,
+        16,
+        17,
+        21,
+        22,
+        23,
+    ]
+    assert out["variants"]["T0"]["pruning_rate"] == 0.0
+    assert out["blocks"][0] == {
+        "id": "BLOCK 1",
+        "path": str(RUNNING / "test_example.py"),
+        "function": "test_1",
+        "start_line": 1,
+        "end_line": 3,
+    }
+    line16 = next(s for s in out["static_log_statements"] if s["line"] == 16)
+    assert line16["matched"][0]["text"] == "values: {}" and line16["state"] == "executed"
+
+
+def test_trace_text_report_shows_each_line_with_its_rule():
+    proc = run(
+        "trace",
+        str(RUNNING / "test_example.py"),
+        "--log",
+        str(RUNNING / "failure.log"),
+        "--log-function",
+        "Log.log",
+        "--variant",
+        "tmax",
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "CSR(T1_dbt_nexe&T2) (tmax)" in proc.stdout
+    assert "gap: bounds disagree" in proc.stdout  # line 3 is doubtful under T1
+
+
+def test_every_real_case_traces_without_error(tmp_path: Path):
+    for case_path in benchmark_cases():
+        case = json.loads(case_path.read_text())
+        paths = []
+        for f in case["test_files"]:
+            p = tmp_path / case["id"] / f["path"]
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_text(f["content"])
+            paths.append(str(p))
+        log = tmp_path / case["id"] / "failure.log"
+        log.write_text(case["failure_log"])
+        proc = run("trace", *paths, "--log", str(log), "--json")
+        assert proc.returncode == 0, (case["id"], proc.stderr)
+        assert json.loads(proc.stdout)["error_message"]
+
+
+def test_bad_input_gives_one_line_errors_or_warnings(tmp_path: Path):
+    missing = run("trace", str(tmp_path / "nope.py"), "--log", str(RUNNING / "failure.log"))
+    assert (
+        missing.returncode == 2 and "does not exist" in missing.stderr and "Traceback" not in missing.stderr
+    )
+    binary = tmp_path / "bin.log"
+    binary.write_bytes(bytes(range(256)) * 64)
+    proc = run("trace", str(RUNNING / "test_example.py"), "--log", str(binary), "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert any("UTF-8" in w or "NUL" in w or "binary" in w for w in json.loads(proc.stdout)["warnings"])
+    bad_pattern = run(
+        "trace",
+        str(RUNNING / "test_example.py"),
+        "--log",
+        str(RUNNING / "failure.log"),
+        "--log-function",
+        "not a pattern!",
+    )
+    assert bad_pattern.returncode == 2 and "invalid log function pattern" in bad_pattern.stderr
+    bad_variant = run(
+        "trace", str(RUNNING / "test_example.py"), "--log", str(RUNNING / "failure.log"), "--variant", "T9"
+    )
+    assert bad_variant.returncode == 2 and "unknown trace variant" in bad_variant.stderr
