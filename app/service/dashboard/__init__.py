@@ -1,0 +1,12 @@
+"""The web dashboard, served by the API process at ``/`` (server-rendered, light JavaScript).
+
+``create_app`` includes ``router`` behind the API-key dependency and serves ``STATIC_DIR`` at
+``/static`` without a key.
+"""
+
+from __future__ import annotations
+
+from app.service.dashboard.pages import STATIC_DIR
+from app.service.dashboard.routes import router
+
+__all__ = ["STATIC_DIR", "router"]

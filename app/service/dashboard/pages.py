@@ -1,0 +1,34 @@
+"""Templates and static files of the dashboard, and the one helper that renders a page."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from fastapi import Request, Response
+from fastapi.templating import Jinja2Templates
+
+TEMPLATES_DIR = Path(__file__).parent / "templates"
+STATIC_DIR = Path(__file__).parent / "static"
+
+templates = Jinja2Templates(directory=TEMPLATES_DIR)
+
+
+def _percent(value: float | None, digits: int = 1) -> str:
+    return "–" if value is None else f"{100.0 * value:.{digits}f} %"
+
+
+def _ms(value: Any) -> str:
+    return "–" if not isinstance(value, int | float) else f"{value:,.1f} ms"
+
+
+templates.env.filters["percent"] = _percent
+templates.env.filters["ms"] = _ms
+
+
+def render(request: Request, name: str, context: dict[str, Any], status: int = 200) -> Response:
+    """A page, told whether keys are on (it then offers to forget the stored key)."""
+    keys = request.app.state.runtime.settings.service_keys()
+    return templates.TemplateResponse(
+        request, name, {"keys_enabled": bool(keys), **context}, status_code=status
+    )

@@ -1,0 +1,317 @@
+"""The dashboard's pages: the list, one failure, the submit form, feedback and the key form."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated, Any
+from urllib.parse import quote
+
+from fastapi import APIRouter, Form, HTTPException, Request, Response
+from fastapi.responses import RedirectResponse
+from pydantic import ValidationError
+from starlette.datastructures import UploadFile
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from app.analysis.model import TRACE_ALIASES, VARIANTS, Analysis, Loc, resolve_variant
+from app.analysis.pipeline import analyze
+from app.analysis.render import LEVELS
+from app.localize.result import RANKERS
+from app.service.dashboard.accuracy import ACCURACY_KS
+from app.service.dashboard.auth import (
+    COOKIE,
+    KEY_ROUTE,
+    KeyedRoute,
+    key_form,
+    key_matches,
+    safe_next,
+    set_key_cookie,
+)
+from app.service.dashboard.feedback import FeedbackStore
+from app.service.dashboard.forms import (
+    SCRIPT_SLOTS,
+    SubmitForm,
+    Upload,
+    field_label,
+    parse_submit,
+    validation_errors,
+)
+from app.service.dashboard.pages import render
+from app.service.dashboard.queries import extras
+from app.service.dashboard.view import failure_view
+from app.service.deps import Runtime, RuntimeDep
+from app.service.routes import batches as batch_routes
+from app.service.routes import triage as triage_routes
+from app.service.routes.triage import MAX_ID
+from app.service.schemas import RUNNING_EXAMPLE, TriageRequest
+from app.service.store import STATUSES
+
+router = APIRouter(route_class=KeyedRoute, include_in_schema=False)
+
+PAGE_SIZE = 25
+RECENT_BATCHES = 5
+FORM_OVERHEAD_BYTES = 64_000
+
+
+def _int_id(raw: str) -> int | None:
+    return (
+        int(raw) if raw.isascii() and raw.isdigit() and len(raw) <= 10 and 1 <= int(raw) <= MAX_ID else None
+    )
+
+
+def _not_found(request: Request, message: str) -> Response:
+    return render(request, "message.html", {"title": "Not found", "message": message}, 404)
+
+
+def _poll_url(runtime: Runtime, batch_id: int) -> str:
+    """The API's own route, unless keys are on: it reads X-API-Key only, which a page cannot send."""
+    if runtime.settings.service_keys():
+        return f"/batches/{batch_id}/progress"
+    return f"/v1/batches/{batch_id}"
+
+
+@router.get("/", name="dashboard_list")
+async def list_page(
+    request: Request,
+    runtime: RuntimeDep,
+    test_id: str = "",
+    status: str = "",
+    cursor: str = "",
+) -> Response:
+    """Triaged failures, newest first, and the most recent batches."""
+    notices: list[str] = []
+    test_id = test_id.strip()
+    if len(test_id) > 200 or "\x00" in test_id:
+        notices.append("the test id filter must be at most 200 characters; it was ignored")
+        test_id = ""
+    if status and status not in STATUSES:
+        notices.append(f"unknown status {status!r}; showing every status")
+        status = ""
+    after = _int_id(cursor) if cursor else None
+    if cursor and after is None:
+        notices.append("that page link is not valid; showing the newest failures")
+    store = runtime.store
+    page = await asyncio.to_thread(
+        store.list_triage, limit=PAGE_SIZE, cursor=after, test_id=test_id or None, status=status or None
+    )
+    more = await asyncio.to_thread(extras, store.engine, [item["id"] for item in page.items])
+    recent = await asyncio.to_thread(store.list_batches, limit=RECENT_BATCHES)
+    accuracy = await asyncio.to_thread(FeedbackStore(store.engine).accuracy)
+    for batch in recent:
+        batch["poll_url"] = _poll_url(runtime, batch["id"])
+    return render(
+        request,
+        "list.html",
+        {
+            "title": "Triaged failures",
+            "rows": [(item, more[item["id"]]) for item in page.items],
+            "next_cursor": page.next_cursor,
+            "paged": after is not None,
+            "test_id": test_id,
+            "status": status,
+            "statuses": STATUSES,
+            "batches": recent,
+            "accuracy": accuracy,
+            "ks": ACCURACY_KS,
+            "notices": notices,
+        },
+    )
+
+
+@router.get("/batches/{batch_id}/progress", name="dashboard_batch_progress")
+async def batch_progress(batch_id: str, runtime: RuntimeDep) -> Any:
+    """GET /v1/batches/{id}'s answer, for pages whose key travels in the cookie."""
+    parsed = _int_id(batch_id)
+    if parsed is None:
+        raise HTTPException(404, f"no batch with id {batch_id}")
+    return await batch_routes.get_batch(parsed, runtime)
+
+
+@router.get("/triage/{triage_id}", name="dashboard_triage")
+async def triage_page(
+    request: Request, runtime: RuntimeDep, triage_id: str, variant: str = "", saved: str = ""
+) -> Response:
+    """One failure: the code as the trace variant pruned it, the ranking, the log evidence, feedback."""
+    parsed = _int_id(triage_id)
+    found = None if parsed is None else await asyncio.to_thread(runtime.store.get_triage, parsed)
+    if parsed is None or found is None:
+        return _not_found(request, f"There is no triage with id {triage_id}.")
+    case = await asyncio.to_thread(runtime.store.load_case, parsed)
+    feedback = FeedbackStore(runtime.store.engine)
+    marked = await asyncio.to_thread(feedback.lines, parsed)
+    notices: list[str] = []
+    ranked_variant = str(case.options.get("trace") or "tplus")
+    chosen = ranked_variant
+    if variant:
+        try:
+            chosen = resolve_variant(variant)
+        except ValueError as exc:
+            notices.append(f"{exc}; showing {ranked_variant}")
+    analysis: Analysis | None = None
+    try:
+        analysis = await asyncio.to_thread(
+            analyze, case.scripts, case.log, log_functions=tuple(case.options.get("log_functions") or ())
+        )
+    except ValueError as exc:
+        notices.append(f"the stored case cannot be analysed again: {exc}")
+    ranking = found.get("ranking") or []
+    view = None if analysis is None else failure_view(analysis, chosen, ranking, marked)
+    accuracy = await asyncio.to_thread(feedback.accuracy)
+    return render(
+        request,
+        "triage.html",
+        {
+            "title": f"Triage {parsed}",
+            "triage": found,
+            "case": case,
+            "view": view,
+            "ranking": ranking,
+            "ranked_variant": ranked_variant,
+            "marked": marked,
+            "saved": saved,
+            "accuracy": accuracy,
+            "ks": ACCURACY_KS,
+            "notices": notices,
+        },
+    )
+
+
+@router.post("/triage/{triage_id}/feedback", name="dashboard_feedback")
+async def feedback_post(request: Request, runtime: RuntimeDep, triage_id: str) -> Response:
+    """Replace the lines marked as the real fault of this triage."""
+    parsed = _int_id(triage_id)
+    found = None if parsed is None else await asyncio.to_thread(runtime.store.get_triage, parsed)
+    if parsed is None or found is None:
+        return _not_found(request, f"There is no triage with id {triage_id}.")
+    form = await request.form(max_files=0, max_fields=100_000)
+    case = await asyncio.to_thread(runtime.store.load_case, parsed)
+    sizes = {s.path: _line_count(s.content) for s in case.scripts}
+    locs: list[Loc] = []
+    bad: list[str] = []
+    for value in form.getlist("line"):
+        number, _, path = str(value).partition("@")
+        if number.isdigit() and path in sizes and 1 <= int(number) <= sizes[path]:
+            locs.append(Loc(path, int(number)))
+        else:
+            bad.append(str(value)[:100])
+    if bad:
+        message = f"These marks do not name a line of this case's scripts: {', '.join(bad[:5])}"
+        return render(request, "message.html", {"title": "Invalid feedback", "message": message}, 422)
+    await asyncio.to_thread(FeedbackStore(runtime.store.engine).set_lines, parsed, locs)
+    variant = str(form.get("variant") or "")
+    query = "saved=1" + (f"&variant={quote(variant, safe='')}" if variant in VARIANTS else "")
+    return RedirectResponse(f"/triage/{parsed}?{query}#feedback", status_code=303)
+
+
+def _line_count(content: str) -> int:
+    """Lines as the analysis numbers them (any newline convention; no line after a final newline)."""
+    text = content.replace("\r\n", "\n").replace("\r", "\n")
+    return text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+
+
+def _submit_page(request: Request, form: SubmitForm, status: int = 200) -> Response:
+    while len(form.scripts) < SCRIPT_SLOTS:
+        form.scripts.append(("", ""))
+    settings = request.app.state.runtime.settings
+    return render(
+        request,
+        "submit.html",
+        {
+            "title": "Submit a failure",
+            "form": form,
+            "field_label": field_label,
+            "levels": LEVELS,
+            "rankers": RANKERS,
+            "variants": [*VARIANTS, *TRACE_ALIASES],
+            "defaults": {
+                "level": settings.default_level,
+                "k": settings.default_k,
+                "trace": settings.default_trace,
+            },
+            "model_configured": bool(settings.model_url),
+        },
+        status,
+    )
+
+
+@router.get("/submit", name="dashboard_submit")
+async def submit_page(request: Request, example: str = "") -> Response:
+    """The submit form, empty or holding the paper's running example."""
+    form = SubmitForm()
+    if example == "running":
+        script = RUNNING_EXAMPLE["scripts"][0]
+        form.scripts.append((script["path"], script["content"]))
+        form.values = {
+            "log": RUNNING_EXAMPLE["log"],
+            "log_functions": ", ".join(RUNNING_EXAMPLE["log_functions"]),
+            "test_id": str(RUNNING_EXAMPLE["test_id"]),
+            "level": str(RUNNING_EXAMPLE["level"]),
+            "k": str(RUNNING_EXAMPLE["k"]),
+            "trace": str(RUNNING_EXAMPLE["trace"]),
+            "ranker": "auto",
+        }
+    return _submit_page(request, form)
+
+
+@router.post("/submit", name="dashboard_submit_post")
+async def submit_post(request: Request, runtime: RuntimeDep) -> Response:
+    """Triage through the same code as POST /v1/triage, then show the result."""
+    settings = runtime.settings
+    try:
+        raw = await request.form(
+            max_files=settings.max_files_per_case + 2,
+            max_fields=1_000,
+            max_part_size=max(settings.max_log_bytes, settings.max_script_bytes) + FORM_OVERHEAD_BYTES,
+        )
+    except StarletteHTTPException as exc:
+        form = SubmitForm()
+        form.error("", f"the form could not be read: {exc.detail}")
+        return _submit_page(request, form, exc.status_code if exc.status_code >= 400 else 400)
+    fields: dict[str, str] = {}
+    uploads: dict[str, list[Upload]] = {}
+    for name, value in raw.multi_items():
+        if isinstance(value, UploadFile):
+            data = await value.read()
+            uploads.setdefault(name, []).append(Upload(value.filename or "", data))
+        elif name not in fields:
+            fields[name] = value
+    await raw.close()
+    form, body = parse_submit(fields, uploads)
+    if body is None:
+        return _submit_page(request, form, 422)
+    try:
+        triage_request = TriageRequest.model_validate(body)
+    except ValidationError as exc:
+        validation_errors(form, exc)
+        return _submit_page(request, form, 422)
+    try:
+        result = await triage_routes.create_triage(triage_request, runtime)
+    except HTTPException as exc:
+        form.error("", str(exc.detail))
+        return _submit_page(request, form, exc.status_code)
+    return RedirectResponse(f"/triage/{result['id']}", status_code=303)
+
+
+@router.post("/key", name=KEY_ROUTE)
+async def key_post(
+    request: Request,
+    runtime: RuntimeDep,
+    api_key: Annotated[str, Form()] = "",
+    next: Annotated[str, Form()] = "/",
+) -> Response:
+    """Store a valid key in an HttpOnly, SameSite=Strict cookie and go where the engineer was going."""
+    keys = runtime.settings.service_keys()
+    if not keys:
+        return RedirectResponse(safe_next(next), status_code=303)
+    if not key_matches(api_key.strip(), keys):
+        return key_form(request, next_url=next, error="that key is not valid; check it and try again")
+    response = RedirectResponse(safe_next(next), status_code=303)
+    set_key_cookie(response, request, api_key.strip())
+    return response
+
+
+@router.post("/key/forget", name="dashboard_key_forget")
+async def key_forget() -> Response:
+    """Drop the stored key; the next page asks again."""
+    response = RedirectResponse("/", status_code=303)
+    response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
+    return response

@@ -1,0 +1,80 @@
+"""Typed dependencies shared by the routers: the per-app runtime, its store, and the API-key check."""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Annotated
+
+from fastapi import Depends, HTTPException, Request, Security
+from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
+
+from app.localize.llm import ModelClient
+from app.service.jobs import Worker
+from app.service.metrics import Metrics
+from app.service.runner import Runner
+from app.service.store import Store
+from app.settings import Settings
+
+
+@dataclass
+class Runtime:
+    """Everything one app instance owns; built by ``create_app``, started and stopped by its lifespan."""
+
+    settings: Settings
+    store: Store
+    metrics: Metrics
+    runner: Runner
+    worker_id: str
+    client: ModelClient | None = None
+    worker: Worker | None = None
+    worker_task: asyncio.Task[None] | None = field(default=None, repr=False)
+
+    def wake_worker(self) -> None:
+        if self.worker is not None:
+            self.worker.wake()
+
+    def worker_state(self) -> str:
+        if self.worker_task is None:
+            return "off"
+        return "stopped" if self.worker_task.done() else "running"
+
+
+def get_runtime(request: Request) -> Runtime:
+    return request.app.state.runtime
+
+
+RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
+
+_api_key = APIKeyHeader(name="X-API-Key", auto_error=False, description="One of TCFL_SERVICE_API_KEYS")
+_bearer = HTTPBearer(auto_error=False, description="Authorization: Bearer <one of TCFL_SERVICE_API_KEYS>")
+
+
+def key_matches(given: str | None, keys: Sequence[str]) -> bool:
+    """Whether ``given`` is one of ``keys``; every key is compared, in constant time."""
+    if not given:
+        return False
+    offered = given.encode("utf-8", "surrogateescape")
+    matched = False
+    for key in keys:
+        matched |= hmac.compare_digest(offered, key.encode("utf-8"))
+    return matched
+
+
+def require_api_key(
+    runtime: RuntimeDep,
+    api_key: Annotated[str | None, Security(_api_key)],
+    bearer: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
+) -> None:
+    """When keys are configured, accept X-API-Key or a Bearer token matching one (constant-time)."""
+    keys = runtime.settings.service_keys()
+    given = api_key or (bearer.credentials if bearer else None)
+    if not keys or key_matches(given, keys):
+        return
+    raise HTTPException(
+        status_code=401,
+        detail="missing or invalid API key: send X-API-Key or Authorization: Bearer",
+        headers={"WWW-Authenticate": "Bearer"},
+    )

@@ -1,0 +1,65 @@
+"""Prometheus metrics, one registry per app instance (tests build many apps in one process)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+_PHASE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.requests = Counter(
+            "tcfl_http_requests", "HTTP requests answered", ["method", "route", "status"], registry=r
+        )
+        self.request_seconds = Histogram(
+            "tcfl_http_request_duration_seconds", "HTTP request latency", ["method", "route"], registry=r
+        )
+        self.phase_seconds = Histogram(
+            "tcfl_triage_phase_seconds",
+            "Triage pipeline time per phase (static, model, total)",
+            ["phase"],
+            buckets=_PHASE_BUCKETS,
+            registry=r,
+        )
+        self.triages = Counter("tcfl_triages", "Triages finished, by ranker used", ["ranker"], registry=r)
+        self.tokens = Counter("tcfl_model_tokens", "Model tokens", ["direction"], registry=r)
+        self.model_errors = Counter(
+            "tcfl_model_errors", "Model calls that failed (the heuristic ranker answered instead)", registry=r
+        )
+        self.fallbacks = Counter(
+            "tcfl_ranker_fallbacks", "Triages that fell back to the heuristic", registry=r
+        )
+        self.queue_depth = Gauge(
+            "tcfl_batch_queue_depth", "Batch items waiting or running", ["status"], registry=r
+        )
+        self.items = Counter("tcfl_batch_items", "Batch items finished", ["outcome"], registry=r)
+
+    def observe_result(self, data: dict[str, Any], *, model_configured: bool) -> None:
+        timings = data.get("timings") or {}
+        for phase in ("static", "model", "total"):
+            value = timings.get(f"{phase}_ms")
+            if isinstance(value, int | float) and value >= 0:
+                self.phase_seconds.labels(phase).observe(value / 1000)
+        self.triages.labels(str(data.get("ranker") or "unknown")).inc()
+        tokens = data.get("tokens") or {}
+        for direction, key in (("in", "input"), ("out", "output")):
+            value = tokens.get(key)
+            if isinstance(value, int) and value > 0:
+                self.tokens.labels(direction).inc(value)
+        if data.get("fallback_reason"):
+            self.fallbacks.inc()
+            if model_configured:
+                self.model_errors.inc()
+
+    def set_queue_depth(self, depth: dict[str, int]) -> None:
+        for status, n in depth.items():
+            self.queue_depth.labels(status).set(n)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

@@ -1,0 +1,40 @@
+"""Dashboard feedback: the lines engineers marked as the real fault of a triage.
+
+Revision ID: 0002_feedback
+Revises: 0001
+Create Date: 2026-11-21 20:05:00.000000
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
+
+revision: str = "0002_feedback"
+down_revision: str | None = "0001"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def upgrade() -> None:
+    op.create_table(
+        "feedback",
+        sa.Column("id", sa.Integer(), nullable=False),
+        sa.Column("triage_id", sa.Integer(), nullable=False),
+        sa.Column("path", sa.String(length=1024), nullable=False),
+        sa.Column("line", sa.Integer(), nullable=False),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.ForeignKeyConstraint(["triage_id"], ["triage_requests.id"]),
+        sa.PrimaryKeyConstraint("id"),
+        sa.UniqueConstraint("triage_id", "path", "line", name="uq_feedback_triage_path_line"),
+    )
+    with op.batch_alter_table("feedback", schema=None) as batch_op:
+        batch_op.create_index(batch_op.f("ix_feedback_triage_id"), ["triage_id"], unique=False)
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("feedback", schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f("ix_feedback_triage_id"))
+    op.drop_table("feedback")

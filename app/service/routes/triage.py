@@ -1,0 +1,78 @@
+"""``/v1/triage``: triage one failure now; read stored results."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Annotated, Any
+
+from fastapi import APIRouter, HTTPException, Path, Query
+
+from app.service.cases import InvalidInput, LimitExceeded, to_case
+from app.service.deps import RuntimeDep
+from app.service.schemas import Status, TriagePage, TriageRequest, TriageResult
+
+log = logging.getLogger(__name__)
+router = APIRouter(prefix="/v1/triage", tags=["triage"])
+
+MAX_ID = 2**31 - 1
+IdPath = Annotated[int, Path(ge=1, le=MAX_ID, description="Triage id")]
+ERRORS: dict[int | str, dict[str, Any]] = {
+    401: {"description": "API key missing or wrong (only when keys are configured)"},
+    413: {"description": "A size limit was exceeded; the message names the setting"},
+    422: {"description": "Invalid request; the message says what"},
+}
+
+
+@router.post("", response_model=TriageResult, responses=ERRORS)
+async def create_triage(body: TriageRequest, runtime: RuntimeDep) -> dict[str, Any]:
+    """Triage one failing test now; the result is stored and returned with its id."""
+    try:
+        case = to_case(body, runtime.settings)
+    except LimitExceeded as exc:
+        raise HTTPException(413, str(exc)) from None
+    except InvalidInput as exc:
+        raise HTTPException(422, str(exc)) from None
+    request_id = await asyncio.to_thread(runtime.store.create_request, case)
+    try:
+        data = await runtime.runner(case)
+    except ValueError as exc:
+        await asyncio.to_thread(runtime.store.fail_request, request_id, str(exc))
+        raise HTTPException(422, str(exc)) from None
+    except BaseException as exc:
+        log.exception("triage failed", extra={"triage_id": request_id})
+        reason = (
+            "cancelled"
+            if isinstance(exc, asyncio.CancelledError)
+            else f"internal error ({type(exc).__name__})"
+        )
+        await asyncio.shield(asyncio.to_thread(runtime.store.fail_request, request_id, reason))
+        raise
+    return await asyncio.to_thread(runtime.store.save_result, request_id, data)
+
+
+@router.get("/{triage_id}", response_model=TriageResult, responses=ERRORS)
+async def get_triage(triage_id: IdPath, runtime: RuntimeDep) -> dict[str, Any]:
+    """One stored triage, with its result once done."""
+    found = await asyncio.to_thread(runtime.store.get_triage, triage_id)
+    if found is None:
+        raise HTTPException(404, f"no triage with id {triage_id}")
+    return found
+
+
+@router.get("", response_model=TriagePage, responses=ERRORS)
+async def list_triage(
+    runtime: RuntimeDep,
+    limit: Annotated[int, Query(ge=1, le=500, description="Page size")] = 50,
+    offset: Annotated[int, Query(ge=0, le=10_000_000, description="Rows to skip (prefer cursor)")] = 0,
+    cursor: Annotated[
+        int | None, Query(ge=1, le=MAX_ID, description="next_cursor of the previous page")
+    ] = None,
+    test_id: Annotated[str | None, Query(max_length=200, pattern=r"^[^\x00]*$")] = None,
+    status: Status | None = None,
+) -> dict[str, Any]:
+    """Stored triages, newest first; filter by test_id and status; page by cursor or offset."""
+    page = await asyncio.to_thread(
+        runtime.store.list_triage, limit=limit, offset=offset, cursor=cursor, test_id=test_id, status=status
+    )
+    return {"items": page.items, "next_cursor": page.next_cursor}

@@ -1,0 +1,139 @@
+"""The dashboard's pages over HTTP against a real ``tcfl serve``: lists, filters, paging, errors, keys."""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+
+from tests.service.dashboard.conftest import API_KEY, example_files, post_example
+from tests.service.helpers import Server, example_body
+
+ROW = re.compile(r'<a href="/triage/(\d+)" aria-label="Triage')
+
+
+def row_ids(html: str) -> list[int]:
+    return [int(n) for n in ROW.findall(html)]
+
+
+def test_list_filters_and_pages_newest_first(http: httpx.Client) -> None:
+    ids = [post_example(http, test_id="alpha" if i % 2 else "beta")["id"] for i in range(27)]
+    page = http.get("/")
+    assert page.status_code == 200
+    first = row_ids(page.text)
+    assert first == sorted(ids, reverse=True)[:25]
+    older = re.search(r'href="(/\?[^"]*cursor=\d+)" rel="next"', page.text)
+    assert older is not None
+    rest = row_ids(http.get(older.group(1).replace("&amp;", "&")).text)
+    assert rest == sorted(ids, reverse=True)[25:]
+
+    alpha = row_ids(http.get("/", params={"test_id": "alpha"}).text)
+    assert alpha == sorted(ids[1::2], reverse=True)[:25]
+    assert row_ids(http.get("/", params={"status": "failed"}).text) == []
+    odd = http.get("/", params={"status": "nonsense", "cursor": "x"})
+    assert odd.status_code == 200 and "unknown status" in odd.text and "not valid" in odd.text
+
+
+def test_failure_page_escapes_user_text_and_404s(http: httpx.Client) -> None:
+    script, log = example_files()
+    hostile = script + '\n# </code><script>alert("x")</script>\n'
+    body = example_body(scripts=[{"path": "<b>evil</b>.py", "content": hostile}], log=log)
+    triage_id = http.post("/v1/triage", json=body).json()["id"]
+    page = http.get(f"/triage/{triage_id}")
+    assert page.status_code == 200
+    assert "<script>alert" not in page.text and "&lt;script&gt;alert" in page.text
+    assert "<b>evil</b>" not in page.text
+    for missing in ("999999", "abc", "0", "99999999999999"):
+        response = http.get(f"/triage/{missing}")
+        assert response.status_code == 404 and "no triage" in response.text.lower()
+
+
+def test_feedback_rejects_lines_outside_the_scripts(http: httpx.Client) -> None:
+    triage_id = post_example(http)["id"]
+    for bad in ("0@test_example.py", "25@test_example.py", "3@other.py", "three"):
+        response = http.post(f"/triage/{triage_id}/feedback", data={"line": bad})
+        assert response.status_code == 422 and "do not name a line" in response.text
+    ok = http.post(f"/triage/{triage_id}/feedback", data={"line": ["24@test_example.py"], "variant": "T2"})
+    assert (
+        ok.status_code == 303 and ok.headers["location"] == f"/triage/{triage_id}?saved=1&variant=T2#feedback"
+    )
+    assert http.post("/triage/424242/feedback", data={"line": "1@a.py"}).status_code == 404
+
+
+def test_submit_uploads_and_shows_service_errors_on_the_form(http: httpx.Client) -> None:
+    script, log = example_files()
+    files = {
+        "script_file_0": ("test_example.py", script.encode(), "text/x-python"),
+        "log_file": ("failure.log", log.encode(), "text/plain"),
+    }
+    data = {"log_functions": "Log.log", "ranker": "heuristic", "k": "2"}
+    done = http.post("/submit", data=data, files=files)
+    assert done.status_code == 303
+    triage_id = int(done.headers["location"].rsplit("/", 1)[1])
+    stored = http.get(f"/v1/triage/{triage_id}").json()
+    assert len(stored["ranking"]) == 2 and stored["ranking"][0]["path"] == "test_example.py"
+
+    llm = http.post("/submit", data={**data, "ranker": "llm"}, files=files)
+    assert llm.status_code == 422 and "TCFL_MODEL_URL is not set" in llm.text
+    assert 'id="form-errors"' in llm.text and "internal error" not in llm.text
+    assert re.search(r'<textarea id="log"[^>]*>[^<]*ZeroDivisionError', llm.text)  # the upload is kept
+    many = {f"script_file_{i}": (f"s{i}.py", b"x = 1\n", "text/plain") for i in range(60)}
+    unreadable = http.post("/submit", data=data, files=many)
+    assert unreadable.status_code == 400 and "could not be read" in unreadable.text
+    binary = http.post("/submit", data=data, files={"script_file_0": ("a.py", b"\xff\xfe", "text/plain")})
+    assert binary.status_code == 422 and "not UTF-8" in binary.text
+
+
+def test_running_example_prefill_and_static_assets(http: httpx.Client) -> None:
+    page = http.get("/submit", params={"example": "running"})
+    assert page.status_code == 200 and "Log.log" in page.text and "execute_tests" in page.text
+    for asset in ("/static/dashboard.css", "/static/dashboard.js"):
+        assert http.get(asset).status_code == 200
+
+
+def test_keys_page_form_cookie_and_checks(keyed_server: Server) -> None:
+    with httpx.Client(base_url=keyed_server.url, timeout=60, follow_redirects=False) as client:
+        asked = client.get("/?status=done")
+        assert asked.status_code == 401 and 'name="api_key"' in asked.text
+        assert 'value="/?status=done"' in asked.text
+        assert client.get("/static/dashboard.css").status_code == 200
+        assert client.get("/batches/1/progress").status_code == 401
+        assert client.get("/batches/1/progress").json()["detail"].startswith("missing or invalid")
+
+        wrong = client.post("/key", data={"api_key": "nope", "next": "/"})
+        assert wrong.status_code == 401 and "not valid" in wrong.text
+        huge = client.post("/key", data={"api_key": "k" * 20_000})
+        assert huge.status_code == 401 and "too large" in huge.text
+        evil = client.post("/key", data={"api_key": API_KEY, "next": "//evil.example/x"})
+        assert evil.status_code == 303 and evil.headers["location"] == "/"
+        cookie = evil.headers["set-cookie"].lower()
+        assert "httponly" in cookie and "samesite=strict" in cookie and "path=/" in cookie
+
+        assert client.get("/").status_code == 200
+        assert client.get("/v1/triage").status_code == 401  # the API itself reads X-API-Key only
+        assert client.get("/batches/424242/progress").status_code == 404
+
+        client.cookies.set("tcfl_api_key", "stale")
+        stale = client.get("/")
+        assert stale.status_code == 401 and "no longer valid" in stale.text
+
+    with httpx.Client(base_url=keyed_server.url, timeout=60, headers={"X-API-Key": API_KEY}) as scripted:
+        assert scripted.get("/").status_code == 200
+        batch = scripted.post("/v1/batches", json={"cases": [example_body()]}).json()
+        progress = scripted.get(f"/batches/{batch['id']}/progress").json()
+        assert progress["id"] == batch["id"] and progress["total"] == 1
+    with httpx.Client(base_url=keyed_server.url, timeout=60, headers={"X-API-Key": "wrong"}) as bad:
+        assert bad.get("/").status_code == 401
+
+
+def test_failed_triage_page_explains_instead_of_crashing(http: httpx.Client) -> None:
+    script, log = example_files()
+    twice = [{"path": "t.py", "content": script}, {"path": "t.py", "content": script}]
+    refused = http.post("/v1/triage", json=example_body(scripts=twice, log=log))
+    assert refused.status_code == 422
+    failed = row_ids(http.get("/", params={"status": "failed"}).text)
+    assert failed
+    page = http.get(f"/triage/{failed[0]}")
+    assert page.status_code == 200
+    assert "This triage failed" in page.text and "share a path" in page.text
+    assert "cannot be analysed again" in page.text
