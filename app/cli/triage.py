@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import json
 import sys
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -16,7 +17,8 @@ from app.cli.io import read_log, read_scripts
 from app.localize.llm import ModelClient
 from app.localize.prompts import OUTPUT_FORMATS
 from app.localize.result import RANKERS, TriageOptions, TriageResult
-from app.settings import get_settings
+from app.service.store import Case, Store, safe_url
+from app.settings import Settings, get_settings
 from app.triage import triage
 
 CODE_PREVIEW_LINES = 4
@@ -57,6 +59,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="extra log-function callee pattern, e.g. Log.log (repeatable)",
     )
     p.add_argument("--json", action="store_true", help="machine-readable triage result (DESIGN section 3)")
+    p.add_argument(
+        "--no-store",
+        action="store_true",
+        help="do not record the result in the database (TCFL_DATABASE_URL, default ./tcfl.db)",
+    )
+    p.add_argument("--test-id", help="label stored with the result (the dashboard filters on it)")
     p.set_defaults(func=run)
 
 
@@ -97,14 +105,65 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
     result_warnings = [*warnings, *log_warnings]
+    body = result.to_dict()
+    body["warnings"] = [*result_warnings, *body["warnings"]]
+    saved = (
+        None
+        if args.no_store
+        else _store(settings, scripts, log, options, args.test_id, body, result_warnings)
+    )
     if args.json:
-        body = result.to_dict()
-        body["warnings"] = [*result_warnings, *body["warnings"]]
+        if saved is not None:
+            body["id"] = saved
         json.dump(body, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
         sys.stdout.write(format_result(result, result_warnings))
+        if saved is not None:
+            sys.stdout.write(
+                f"\nSaved as triage {saved} in {safe_url(settings.database_url)}"
+                f" (see it with `tcfl serve`: /triage/{saved})\n"
+            )
     return 0
+
+
+def _store(
+    settings: Settings,
+    scripts: list[Script],
+    log: str,
+    options: TriageOptions,
+    test_id: str | None,
+    body: dict[str, Any],
+    warnings: list[str],
+) -> int | None:
+    """Record the triage like the API does; a database problem is a warning, never a lost result."""
+    case = Case(
+        scripts=tuple(scripts),
+        log=log,
+        options={
+            "level": options.level,
+            "k": options.k,
+            "trace": options.trace,
+            "ranker": options.ranker,
+            "log_functions": list(options.log_functions),
+            "output_format": options.output_format,
+        },
+        test_id=test_id,
+    )
+    try:
+        store = Store.open(settings.database_url)
+        try:
+            request_id = store.create_request(case)
+            store.save_result(request_id, body)
+            return request_id
+        finally:
+            store.close()
+    except Exception as exc:  # the ranking is printed either way
+        warnings.append(
+            f"result not stored in {safe_url(settings.database_url)}: {type(exc).__name__}: {exc}"
+        )
+        print(f"tcfl: warning: {warnings[-1]}", file=sys.stderr)
+        return None
 
 
 async def _triage(

@@ -149,3 +149,29 @@ def test_a_bad_setting_in_the_environment_is_a_usage_error(
     get_settings.cache_clear()
     assert main(["triage", SCRIPT, "--log", LOG]) == 2
     assert "invalid TCFL_* setting" in capsys.readouterr().err
+
+
+def test_results_are_recorded_in_the_embedded_database(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from app.service.store import Store
+
+    code = main(
+        ["triage", SCRIPT, "--log", LOG, "--log-function", "Log.log", "-k", "3", "--test-id", "golden"]
+    )
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "Saved as triage 1 in sqlite:///./tcfl.db" in out
+    store = Store.open(f"sqlite:///{tmp_path / 'tcfl.db'}")
+    try:
+        stored = store.get_triage(1)
+    finally:
+        store.close()
+    assert stored is not None and stored["status"] == "done"
+    assert stored["ranking"][0]["id"] == "BLOCK 6" and stored["test_id"] == "golden"
+
+
+def test_no_store_leaves_no_database(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["triage", SCRIPT, "--log", LOG, "--log-function", "Log.log", "--no-store", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["id"] is None
+    assert not (tmp_path / "tcfl.db").exists()
