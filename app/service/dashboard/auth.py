@@ -9,7 +9,6 @@ is SameSite=Strict, so forms posted from other sites arrive without it and are a
 
 from __future__ import annotations
 
-import hmac
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 from urllib.parse import urlsplit
@@ -22,6 +21,7 @@ from starlette.requests import cookie_parser
 from starlette.types import Message, Receive
 
 from app.service.dashboard.pages import render
+from app.service.deps import key_matches
 
 COOKIE = "tcfl_api_key"
 COOKIE_MAX_AGE_S = 30 * 24 * 3600
@@ -29,17 +29,6 @@ KEY_FIELD = "api_key"
 KEY_ROUTE = "dashboard_key"  # POST /key: the form's own route
 JSON_ROUTES = frozenset({"dashboard_batch_progress"})
 MAX_KEY_FORM_BYTES = 16_384
-
-
-def key_matches(given: str | None, keys: Sequence[str]) -> bool:
-    """Constant-time comparison against every configured key, as ``deps.require_api_key`` does."""
-    if not given:
-        return False
-    offered = given.encode("utf-8", "surrogateescape")
-    matched = False
-    for key in keys:
-        matched |= hmac.compare_digest(offered, key.encode("utf-8"))
-    return matched
 
 
 def safe_next(target: str | None) -> str:
