@@ -10,6 +10,7 @@ import bisect
 from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 
 from app.analysis.cfg import EXIT, RAISE, BlockGraph, FlowGraph, block_graph, flow_graph
 from app.analysis.model import (
@@ -22,6 +23,7 @@ from app.analysis.model import (
     MatchResult,
     Program,
     State,
+    StmtKind,
     Trace,
 )
 from app.analysis.source import statement_at
@@ -36,6 +38,7 @@ class EstimateOptions:
     walk_semantics: bool = True
     normal_return: bool = True
     log_coverage: bool = True  # missing messages count only where the log could show them
+    test_selection: bool = True  # other tests of the script are not in the failing test's trace
     path_budget: int = 100_000  # Algorithm 3 stack pops per function before the conservative fallback
 
 
@@ -61,8 +64,23 @@ class _Ctx:
     warnings: list[str] = field(default_factory=list)
     fn_by_id: dict[str, Function] = field(default_factory=dict)
 
+    looping: set[int] | None = None
+
     def __post_init__(self) -> None:
         self.fn_by_id = {f.fid: f for f in self.program.functions}
+
+    def in_loop(self, sid: int) -> bool:
+        """Whether a statement can run more than once per call of its function (it lies on a cycle)."""
+        if self.looping is None:
+            self.looping = set()
+            for fn in self.program.functions:
+                graph = self.graphs[fn.fid]
+                succ = {s: [t for t in graph.all_succ(s) if t >= 0] for s in fn.statements}
+                _comp, members = strongly_connected(succ)
+                for group in members:
+                    if len(group) > 1 or group[0] in succ.get(group[0], ()):
+                        self.looping.update(group)
+        return sid in self.looping
 
     def functions(self) -> Iterable[Function]:
         return (f for f in self.program.functions if f.statements)
@@ -240,12 +258,36 @@ def _algorithm3(
 
 
 def call_sites(program: Program) -> dict[str, tuple[int, ...]]:
-    """Statements calling (or passing on) each function, by its simple name."""
-    by_name: dict[str, list[int]] = {}
+    """Statements calling (or passing on) each function.
+
+    A method is called through an attribute (`self.m(...)`, `obj.m(...)`: the object's type is
+    unknown, so any attribute call of that name counts); a plain function by its bare name, or
+    qualified by its file's module name from another script (`helpers.f(...)`). So
+    `process.run(...)` is no call site of a test's own `run`.
+    """
+    bare: dict[str, list[int]] = {}
+    qualified: dict[str, list[int]] = {}
+    attribute: dict[str, list[int]] = {}
     for st in program.statements:
-        for name in st.calls:
-            by_name.setdefault(name, []).append(st.sid)
-    return {fn.fid: tuple(by_name.get(fn.name, ())) for fn in program.functions if fn.kind == "function"}
+        for call in st.calls:
+            obj, dot, name = call.rpartition(".")
+            if not dot:
+                bare.setdefault(name, []).append(st.sid)
+            else:
+                attribute.setdefault(name, []).append(st.sid)
+                if obj:
+                    qualified.setdefault(call, []).append(st.sid)
+    out: dict[str, tuple[int, ...]] = {}
+    for fn in program.functions:
+        if fn.kind != "function":
+            continue
+        if fn.is_method:
+            found = attribute.get(fn.name, [])
+        else:
+            stem = PurePosixPath(fn.path.replace("\\", "/")).stem
+            found = bare.get(fn.name, []) + qualified.get(f"{stem}.{fn.name}", [])
+        out[fn.fid] = tuple(sorted(set(found)))
+    return out
 
 
 def helpers(program: Program, sites: dict[str, tuple[int, ...]]) -> list[Function]:
@@ -280,8 +322,7 @@ def _stops(ctx: _Ctx, frames: Sequence[Frame]) -> dict[str, int]:
 
     Every traceback counts (a test cancelled in its body and then failing in tearDown leaves two);
     a function met in several keeps its frame from the latest, which is how chained exceptions
-    read too. When a function demonstrably ran on past its frame (it was called again), the walk
-    finds executed statements beyond the stop and ignores it.
+    read too.
     """
     stops: dict[str, int] = {}
     for frame in sorted(frames, key=lambda f: f.traceback):
@@ -289,6 +330,39 @@ def _stops(ctx: _Ctx, frames: Sequence[Frame]) -> dict[str, int]:
         if st is not None:
             stops[st.function] = st.sid  # later tracebacks and inner frames win
     return stops
+
+
+def _terminal_stops(ctx: _Ctx, stops: dict[str, int], sites: dict[str, tuple[int, ...]]) -> dict[str, int]:
+    """The stops that really end what ran: only functions that can have run once.
+
+    A helper called in a loop, or from two places, may have run past its frame line on an
+    earlier call; so may anything called by such a function. An error on a ``with`` header can
+    come from ``__exit__``, after the body ran. Those stops are dropped (the function stays
+    "stopped" for the normal-return rule, but nothing after the line is pruned).
+    """
+    memo: dict[str, bool] = {}
+
+    def once(fid: str, depth: int = 0) -> bool:
+        if fid in memo:
+            return memo[fid]
+        memo[fid] = False  # recursion guard
+        fn = ctx.fn_by_id[fid]
+        calls = sites.get(fid, ()) if fn.kind == "function" else ()
+        if not calls:
+            result = True  # an entry point: the framework runs it once
+        elif len(calls) > 1 or depth > 50:
+            result = False
+        else:
+            site = ctx.program.statements[calls[0]]
+            result = not ctx.in_loop(site.sid) and once(site.function, depth + 1)
+        memo[fid] = result
+        return result
+
+    return {
+        fid: sid
+        for fid, sid in stops.items()
+        if ctx.program.statements[sid].kind is not StmtKind.WITH and once(fid)
+    }
 
 
 def _walk(
@@ -471,13 +545,17 @@ def _dfs_back_edges(succ: dict[int, list[int]], root: int) -> list[tuple[int, in
 
 
 def tplus(
-    ctx: _Ctx, frames: Sequence[Frame], sites: dict[str, tuple[int, ...]]
+    ctx: _Ctx,
+    frames: Sequence[Frame],
+    sites: dict[str, tuple[int, ...]],
+    other_tests: frozenset[str] = frozenset(),
 ) -> tuple[set[int], dict[int, Evidence], set[int], set[int]]:
     opts = ctx.options
     program = ctx.program
     exe = set(ctx.exe)
     nexe = set(ctx.nexe) - exe
-    stops = _stops(ctx, frames) if opts.termination else {}
+    stops = _stops(ctx, frames)
+    hard_stops = _terminal_stops(ctx, stops, sites) if opts.termination else {}
     helper_fids = {f.fid for f in helpers(program, sites)}
     funcs = list(ctx.functions())
     inferred_exe: set[int] = set()
@@ -513,7 +591,10 @@ def tplus(
         normal = _normal_returns(ctx, funcs, sites, exe, alive, stops) if opts.normal_return else set()
         new_kept: dict[str, set[int]] = {}
         for fn in funcs:
-            stop = stops.get(fn.fid)
+            if fn.fid in other_tests:
+                new_kept[fn.fid] = set()
+                continue
+            stop = hard_stops.get(fn.fid)
             if stop is None and fn.fid in normal:
                 stop = EXIT
             key = (fn.fid, stop, frozenset(x for x in fn.statements if x in exe or x in nexe))
@@ -555,7 +636,9 @@ def tplus(
     why: dict[int, Evidence] = {}
     for fn in funcs:
         for s in fn.statements:
-            why[s] = _tplus_evidence(ctx, s, fn, kept, exe, nexe, stops, removed, inferred_exe, inferred_nexe)
+            why[s] = _tplus_evidence(
+                ctx, s, fn, kept, exe, nexe, hard_stops, removed, inferred_exe, inferred_nexe
+            )
     return kept, why, inferred_exe, inferred_nexe
 
 
@@ -677,39 +760,45 @@ def _reverse_topological(succ: dict[int, list[int]]) -> list[int]:
 
 
 def to_lines(program: Program, sids: Iterable[int]) -> frozenset[Loc]:
-    """Statement set -> line set; a def/class header joins when a line of its body is in."""
+    """Statement set -> line set; a def/class header joins when a line of its body is in.
+
+    A def's body is its statements and its nested defs (decided by statement, so a one-line
+    `def f(): return 1` under a decorator keeps the decorator too); a class's body is any line in
+    its range.
+    """
+    chosen = set(sids)
     lines_by_path: dict[str, set[int]] = {}
-    for s in sids:
+    for s in chosen:
         st = program.statements[s]
         lines_by_path.setdefault(st.path, set()).update(st.lines)
-    sorted_by_path = {p: sorted(v) for p, v in lines_by_path.items()}
-    for path, start, end, rows in _headers(program):
-        srt = sorted_by_path.get(path)
+    by_id = {f.fid: f for f in program.functions}
+    inner_first = sorted(
+        (f for f in program.functions if f.kind == "function"), key=lambda f: f.end_line - f.start_line
+    )
+    has_child: set[str] = set()
+    for fn in inner_first:
+        if fn.fid in has_child or any(s in chosen for s in fn.statements):
+            lines_by_path.setdefault(fn.path, set()).update(fn.header_lines)
+            if fn.parent is not None and fn.parent in by_id:
+                has_child.add(fn.parent)
+    containers = sorted(
+        ((sf.path, s, e, rows) for sf in program.files for s, e, rows in sf.container_headers),
+        key=lambda c: c[2] - c[1],
+    )
+    ordered = {p: sorted(v) for p, v in lines_by_path.items()}
+    for path, start, end, rows in containers:
+        srt = ordered.get(path)
         if not srt:
             continue
         i = bisect.bisect_left(srt, start)
         while i < len(srt) and srt[i] <= end:
             if srt[i] not in rows:
+                lines_by_path[path].update(rows)
                 for r in rows:
-                    if r not in lines_by_path[path]:
-                        lines_by_path[path].add(r)
-                        bisect.insort(srt, r)
+                    bisect.insort(srt, r)
                 break
             i += 1
     return frozenset(Loc(p, ln) for p, lines in lines_by_path.items() for ln in lines)
-
-
-def _headers(program: Program) -> list[tuple[str, int, int, frozenset[int]]]:
-    """def and class headers with their spans, innermost first so outer ones see nested lines."""
-    headers = [
-        (f.path, f.start_line, f.end_line, frozenset(f.header_lines))
-        for f in program.functions
-        if f.kind == "function"
-    ]
-    for sf in program.files:
-        headers.extend((sf.path, s, e, frozenset(rows)) for s, e, rows in sf.container_headers)
-    headers.sort(key=lambda h: h[2] - h[1])
-    return headers
 
 
 def _evidence_by_line(
@@ -741,6 +830,7 @@ def estimate(
     explain: bool = True,
     graphs: dict[str, FlowGraph] | None = None,
     silent: frozenset[int] = frozenset(),
+    other_tests: frozenset[str] = frozenset(),
 ) -> Estimation:
     """Every faithful variant of the paper plus ``tplus``, from Algorithm 1's output."""
     opts = options or EstimateOptions()
@@ -780,7 +870,8 @@ def estimate(
     plus_ctx = ctx
     if opts.log_coverage and silent:
         plus_ctx = _Ctx(program, graphs, match.exe, match.nexe - match.exe - silent, opts, match.error_sids)
-    kept_plus, why_plus, inf_exe, inf_nexe = tplus(plus_ctx, error_frames, sites)
+    excluded = other_tests if opts.test_selection else frozenset()
+    kept_plus, why_plus, inf_exe, inf_nexe = tplus(plus_ctx, error_frames, sites, excluded)
     ctx.warnings.extend(w for w in plus_ctx.warnings if w not in ctx.warnings)
     kept_lines = to_lines(program, kept_plus)
     traces["tplus"] = Trace(

@@ -71,7 +71,9 @@ class Statement:
     start_line: int  # first code line (attached comments excluded)
     end_line: int
     lines: tuple[int, ...]
-    calls: tuple[str, ...] = ()  # callee names of calls made by this statement (headers: the header only)
+    calls: tuple[
+        str, ...
+    ] = ()  # calls and callbacks: `f`, `obj.f` (plain-name object) or `.f` (headers: header only)
     parent: int | None = None  # sid of the enclosing clause header, None at function level
     body: tuple[int, ...] = ()  # sids directly inside this clause (compound headers only)
     depth: int = 0
@@ -94,6 +96,7 @@ class Function:
     is_hook: bool = False  # setUp/tearDown family, pytest fixtures: run by the framework
     is_async: bool = False
     parent: str | None = None  # enclosing Function.fid for nested defs
+    is_method: bool = False  # defined in a class body: called as `obj.name(...)`, never as `name(...)`
 
 
 @dataclass(frozen=True)

@@ -13,11 +13,12 @@ from tree_sitter import Tree
 
 from app.analysis.cfg import build_blocks, flow_graph
 from app.analysis.coverage import log_coverage
-from app.analysis.estimate import EstimateOptions, estimate
+from app.analysis.estimate import EstimateOptions, call_sites, estimate
 from app.analysis.logparse import match_script_path, parse_log
 from app.analysis.logstatements import DEFAULT_LOG_FUNCTIONS, find_log_statements
 from app.analysis.matching import match_messages
 from app.analysis.model import Analysis, Frame, LogStatement, Program, Script, Statement
+from app.analysis.selection import select_tests
 from app.analysis.source import normalize_newlines, parse_program, parse_tree
 
 SKEW_WINDOW = 6  # lines a traceback's line number may be off by (reporters run slightly different copies)
@@ -61,10 +62,26 @@ def analyze(
     graphs = {f.fid: flow_graph(program, f) for f in program.functions}
     blocks = build_blocks(program, graphs)
     coverage = log_coverage(log_statements, match, parsed)
+    selection = select_tests(
+        program,
+        log,
+        frames,
+        (program.statements[s].function for s in error_sids),
+        match.exe,
+        call_sites(program),
+    )
     if options is None or options.log_coverage:
         warnings.extend(coverage.reasons)
     estimation = estimate(
-        program, match, blocks, frames, options, explain=explain, graphs=graphs, silent=coverage.silent
+        program,
+        match,
+        blocks,
+        frames,
+        options,
+        explain=explain,
+        graphs=graphs,
+        silent=coverage.silent,
+        other_tests=selection.others,
     )
     warnings.extend(estimation.warnings)
     return Analysis(

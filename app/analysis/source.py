@@ -119,6 +119,7 @@ class _Func:
     parent: int | None
     statements: list[int] = field(default_factory=list)
     top_level: list[int] = field(default_factory=list)
+    is_method: bool = False
 
 
 @dataclass
@@ -128,9 +129,9 @@ class _FileWalk:
     first_sid: int
     statements: list[_Stmt] = field(default_factory=list)
     functions: list[_Func] = field(default_factory=list)
-    containers: list[tuple[int, int, list[int]]] = field(
-        default_factory=list
-    )  # class: start, end, header rows
+    # classes: start row, end row, header rows
+    containers: list[tuple[int, int, list[int]]] = field(default_factory=list)
+    class_scopes: set[str] = field(default_factory=set)  # qualified names of classes seen
 
     def add_stmt(
         self,
@@ -263,6 +264,7 @@ class _FileWalk:
                 is_hook,
                 is_async,
                 enclosing,
+                is_method=scope in self.class_scopes,
             )
         )
         idx = len(self.functions) - 1
@@ -282,6 +284,7 @@ class _FileWalk:
         if body is not None:
             # class bodies run where the class statement runs: statements go to the enclosing function
             qual = f"{scope}.{name}" if scope else name
+            self.class_scopes.add(qual)
             self.walk_body(body.named_children, func, parent, depth, qual)
 
 
@@ -323,7 +326,19 @@ def _collect_calls(walk: _FileWalk, tree: Tree) -> None:
                 if i >= 0 and starts[i] < node.start_byte - 200_000:
                     i = -1
             if i >= 0:
-                owners[i].calls.append(_text(walk.source, node))
+                owners[i].calls.append(_call_name(walk.source, node))
+
+
+def _call_name(source: bytes, node: Node) -> str:
+    """`f` for a bare name, `obj.f` when the object is a plain name (`self.f`, `process.run`), else `.f`."""
+    if node.type != "attribute":
+        return _text(source, node)
+    attr = node.child_by_field_name("attribute")
+    obj = node.child_by_field_name("object")
+    name = _text(source, attr) if attr is not None else ""
+    if obj is not None and obj.type == "identifier":
+        return f"{_text(source, obj)}.{name}"
+    return f".{name}"
 
 
 def _attach_loose_lines(walk: _FileWalk, code_rows: list[int]) -> None:
@@ -442,6 +457,7 @@ def parse_program(scripts: Sequence[Script], trees: Sequence[Tree] | None = None
                 top_level=tuple(fn.top_level),
                 is_hook=fn.is_hook,
                 is_async=fn.is_async,
+                is_method=fn.is_method,
                 parent=parent_fid,
             )
         )

@@ -246,3 +246,46 @@ def test_debug_statements_are_not_evidence_when_the_log_has_no_debug_lines():
     assert Loc("t.py", 6) in kept and Loc("t.py", 11) in kept  # debug lines cannot show at INFO
     assert Loc("t.py", 12) not in kept  # a warning would have shown
     assert Loc("t.py", 6) not in a.traces["T1_dbt_exe"].kept
+
+
+def test_decorators_of_one_line_defs_join_with_their_def():
+    code = "import functools\n\ndef outer():\n    @functools.cache\n    def inner(): return 1\n"
+    code += "    return inner()\n\nouter()\n"
+    a = analyze([Script("t.py", code)], "")
+    kept = lines(a.traces["T1_dbt_exe"].kept)
+    assert {4, 5} <= set(kept)
+    assert {4, 5} <= set(lines(a.traces["tplus"].kept))
+
+
+def test_termination_is_not_trusted_for_helpers_that_may_have_run_before():
+    code = textwrap.dedent(
+        """\
+        def check(value):
+            total = 100 / value
+            seen.append(total)
+
+        def test_values():
+            for v in (4, 2, 0):
+                check(v)
+        """
+    )
+    log = textwrap.dedent(
+        """\
+        Traceback (most recent call last):
+          File "t.py", line 7, in test_values
+            check(v)
+          File "t.py", line 2, in check
+            total = 100 / value
+        ZeroDivisionError: division by zero
+        """
+    )
+    kept = set(lines(analyze([Script("t.py", code)], log).traces["tplus"].kept))
+    assert 3 in kept  # check() ran to the end for 4 and 2 before failing on 0
+
+
+def test_an_error_on_a_with_header_keeps_its_body():
+    code = "def test_file():\n    with open_resource() as r:\n        r.write('x')\n    done()\n"
+    log = "Traceback (most recent call last):\n"
+    log += '  File "t.py", line 2, in test_file\n    with open_resource() as r:\nOSError: close failed\n'
+    kept = set(lines(analyze([Script("t.py", code)], log).traces["tplus"].kept))
+    assert 3 in kept  # __exit__ raises after the body ran

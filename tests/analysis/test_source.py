@@ -94,9 +94,51 @@ def test_calls_and_callbacks_are_recorded_per_statement():
     header = statement_at(prog, "t.py", 2)
     body = statement_at(prog, "t.py", 3)
     assert header is not None and body is not None
-    assert header.calls == ("check", "dut")  # the header owns its condition only
+    assert header.calls == ("self.check", "dut")  # the header owns its condition only
     # callees, plus names passed along (a function handed to a poller runs too)
-    assert set(body.calls) == {"wait_until", "poll_dut", "dut", "on_done"}
+    assert set(body.calls) == {"wait_until", "poll_dut", "dut", "self.on_done"}
+
+
+def test_call_sites_tell_methods_module_functions_and_library_calls_apart():
+    from app.analysis.estimate import call_sites
+
+    prog = parse_program(
+        [
+            Script(
+                "suite/test_net.py",
+                textwrap.dedent(
+                    """\
+                    import helpers
+
+                    def run(test):
+                        process.run("ip link")
+                        t = Checker()
+                        t.check()
+                        helpers.setup_bridge(test)
+                        wait_until(5, poll)
+
+                    def poll():
+                        return True
+
+                    class Checker:
+                        def check(self):
+                            self.run()
+
+                        def run(self):
+                            pass
+                    """
+                ),
+            ),
+            Script("suite/helpers.py", "def setup_bridge(test):\n    pass\n"),
+        ]
+    )
+    sites = call_sites(prog)
+    line = {fid: [prog.statements[s].start_line for s in sids] for fid, sids in sites.items()}
+    assert line["run"] == []  # process.run(...) and self.run() are other functions
+    assert line["Checker.run"] == [4, 15]  # any attribute call named run may reach the method
+    assert line["Checker.check"] == [6]
+    assert line["poll"] == [8]  # passed as a callback
+    assert line["setup_bridge"] == [7]  # module-qualified from another script
 
 
 def test_function_ids_are_unique_across_files_and_redefinitions():

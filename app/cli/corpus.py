@@ -1,0 +1,50 @@
+"""`tcfl corpus build`: an executed corpus of mutated real test files with true traces."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from app.cli import UsageError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("corpus", help="build an executed benchmark corpus with true traces")
+    actions = parser.add_subparsers(dest="corpus_command", required=True)
+    build = actions.add_parser(
+        "build", help="mutate CPython's own unittest files, run them traced, write failing mutants as cases"
+    )
+    build.add_argument("--out", required=True, type=Path, help="folder for the case JSON files")
+    build.add_argument("--max-cases", type=int, default=200, help="stop after this many cases (default 200)")
+    build.add_argument("--seed", type=int, default=0, help="seed for file, test and mutant choice")
+    build.add_argument("--per-file", type=int, default=10, help="at most this many cases per test file")
+    build.add_argument("--timeout", type=float, default=20.0, help="seconds before a child run is killed")
+    build.add_argument("--quiet", action="store_true", help="no progress lines")
+    build.set_defaults(func=_build)
+
+
+def _build(args: argparse.Namespace) -> int:
+    from app.eval.corpus import CorpusOptions, build_corpus
+
+    if args.max_cases < 1 or args.per_file < 1:
+        raise UsageError("--max-cases and --per-file must be at least 1")
+    if args.out.exists() and not args.out.is_dir():
+        raise UsageError(f"--out {args.out} exists and is not a folder")
+    options = CorpusOptions(
+        max_cases=args.max_cases, seed=args.seed, per_file=args.per_file, timeout_s=args.timeout
+    )
+
+    def progress(line: str) -> None:
+        if not args.quiet:
+            print(line, file=sys.stderr, flush=True)
+
+    try:
+        summary = build_corpus(args.out, options, progress=progress)
+    except (FileNotFoundError, FileExistsError) as exc:
+        raise UsageError(str(exc)) from exc
+    print(json.dumps(summary.as_dict(), indent=1))
+    if summary.cases < args.max_cases:
+        print(f"tcfl: warning: only {summary.cases} failing mutants found", file=sys.stderr)
+    return 0

@@ -1,0 +1,142 @@
+"""`tcfl eval CASES_DIR`: trace quality and localization metrics over benchmark cases (DESIGN section 7)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+
+from app.analysis.model import resolve_variant
+from app.analysis.render import LEVELS
+from app.cli import UsageError
+from app.eval.cases import Case, load_cases
+from app.eval.masking import MaskingPlan
+from app.eval.runner import CaseResult, EvalOptions, evaluate
+from app.localize.llm import ModelClient
+from app.localize.result import RANKERS, TriageOptions, TriageResult
+from app.settings import get_settings
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "eval", help="evaluate trace estimation and localization over a folder of benchmark cases"
+    )
+    parser.add_argument("cases", metavar="CASES_DIR", help="folder of case JSON files (or one case file)")
+    parser.add_argument(
+        "--level", action="append", choices=LEVELS, help="localization level (repeatable; default all)"
+    )
+    parser.add_argument("-k", action="append", type=int, help="k to report (repeatable; default the paper's)")
+    parser.add_argument(
+        "--trace",
+        action="append",
+        help="trace variant(s) the ranker sees (repeatable or comma-separated; default tplus)",
+    )
+    parser.add_argument(
+        "--ranker", choices=RANKERS, default="heuristic", help="ranker to evaluate (default heuristic)"
+    )
+    parser.add_argument("--model-url", help="OpenAI-compatible base URL for --ranker llm/auto")
+    parser.add_argument("--seed", type=int, default=0, help="seed for masking and ablation (default 0)")
+    parser.add_argument("--repetitions", type=int, default=5, help="masking repetitions per rate (default 5)")
+    parser.add_argument(
+        "--ablation", action="store_true", help="also remove 0/20/50/80/100%% of static log statements"
+    )
+    parser.add_argument("--no-localize", action="store_true", help="trace quality only, no ranking")
+    parser.add_argument("--json", action="store_true", help="print the JSON report instead of the table")
+    parser.add_argument("--out", type=Path, help="also write the JSON report to this file")
+    parser.add_argument("--plot", type=Path, metavar="DIR", help="write PNG plots here (needs matplotlib)")
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        help="cases in flight at once with a model (default TCFL_MODEL_CONCURRENCY)",
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    parser.set_defaults(func=run)
+
+
+def _options(args: argparse.Namespace) -> EvalOptions:
+    names = [n.strip() for item in (args.trace or ["tplus"]) for n in item.split(",") if n.strip()]
+    try:
+        traces = tuple(dict.fromkeys(resolve_variant(n) for n in names))
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    if args.k is not None and any(k < 1 for k in args.k):
+        raise UsageError("-k must be at least 1")
+    if args.repetitions < 1:
+        raise UsageError("--repetitions must be at least 1")
+    return EvalOptions(
+        levels=tuple(dict.fromkeys(args.level)) if args.level else LEVELS,
+        ks=tuple(args.k) if args.k else None,
+        rank_traces=traces,
+        ranker=args.ranker,
+        masking=MaskingPlan(repetitions=args.repetitions, seed=args.seed),
+        ablation=args.ablation,
+        localize=not args.no_localize,
+    )
+
+
+async def _run(
+    cases: list[Case], options: EvalOptions, client: ModelClient | None, quiet: bool, concurrency: int
+) -> list[CaseResult]:
+    from app.triage import triage
+
+    async def run_triage(case: Case, topts: TriageOptions) -> TriageResult:
+        return await triage(list(case.scripts), case.log, topts, client=client)
+
+    def progress(index: int, total: int, result: CaseResult) -> None:
+        if not quiet:
+            status = f"error: {result.error}" if result.error else f"{result.eval_ms:.0f} ms"
+            print(f"[{index}/{total}] {result.case_id}: {status}", file=sys.stderr, flush=True)
+
+    try:
+        return await evaluate(cases, options, run_triage, progress=progress, concurrency=concurrency)
+    finally:
+        if client is not None:
+            await client.aclose()
+
+
+def run(args: argparse.Namespace) -> int:
+    options = _options(args)
+    try:
+        cases, problems = load_cases(Path(args.cases))
+    except FileNotFoundError as exc:
+        raise UsageError(str(exc)) from exc
+    if not cases:
+        raise UsageError(f"no readable case in {args.cases}" + (f" ({problems[0]})" if problems else ""))
+    client = None
+    if options.localize and args.ranker != "heuristic":
+        try:
+            client = ModelClient.from_settings(get_settings(), model_url=args.model_url)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from exc
+        if args.ranker == "llm" and client is None:
+            raise UsageError("--ranker llm needs a model server: pass --model-url or set TCFL_MODEL_URL")
+    if args.concurrency is not None and args.concurrency < 1:
+        raise UsageError("--concurrency must be at least 1")
+    concurrency = 1 if client is None else (args.concurrency or get_settings().model_concurrency)
+    started = time.perf_counter()
+    results = asyncio.run(_run(cases, options, client, args.quiet, concurrency))
+    from app.eval.report import build_report, render_table
+
+    report = build_report(results, options, problems=problems, seconds=time.perf_counter() - started)
+    text = json.dumps(report, indent=1)
+    if args.out:
+        try:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(text + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot write {args.out}: {exc}") from exc
+    if args.plot:
+        from app.eval.plots import PlotUnavailable, write_plots
+
+        try:
+            written = write_plots(report, args.plot)
+        except PlotUnavailable as exc:
+            print(f"tcfl: warning: {exc}", file=sys.stderr)
+        else:
+            for path in written:
+                print(f"wrote {path}", file=sys.stderr)
+    sys.stdout.write((text if args.json else render_table(report)) + "\n")
+    return 0
