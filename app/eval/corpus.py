@@ -317,9 +317,16 @@ def _cases_from_file(
             if run.status != "ok" or outcome not in ("fail", "error"):
                 summary.rejected[outcome or run.status.split(":")[0]] += 1
                 continue
+            case = _case(path, relpath, test, mutant, run, work, outcome, version)
+            if not {(f["path"], f["line"]) for f in case["faulty_lines"]} <= {
+                (t["path"], t["line"]) for t in case["actual_trace"]
+            }:
+                # the mutated line never ran: the failure is not this fault's (a flaky test, say)
+                summary.rejected["fault not executed"] += 1
+                continue
             kept_here += 1
             made += 1
-            yield _case(path, relpath, test, mutant, run, work, outcome, version)
+            yield case
         if made >= options.per_file:
             return
 
