@@ -11,9 +11,10 @@ from dataclasses import replace
 
 from tree_sitter import Tree
 
+from app.analysis.callsites import call_sites
 from app.analysis.cfg import build_blocks, flow_graph
 from app.analysis.coverage import log_coverage
-from app.analysis.estimate import EstimateOptions, call_sites, estimate
+from app.analysis.estimate import EstimateOptions, estimate
 from app.analysis.logparse import match_script_path, parse_log
 from app.analysis.logstatements import DEFAULT_LOG_FUNCTIONS, find_log_statements
 from app.analysis.matching import match_messages

@@ -100,7 +100,7 @@ def test_calls_and_callbacks_are_recorded_per_statement():
 
 
 def test_call_sites_tell_methods_module_functions_and_library_calls_apart():
-    from app.analysis.estimate import call_sites
+    from app.analysis.callsites import call_sites
 
     prog = parse_program(
         [

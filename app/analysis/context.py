@@ -1,0 +1,75 @@
+"""What every estimator reads: the options, the known states from Algorithm 1, and the flow graphs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from app.analysis.cfg import FlowGraph
+from app.analysis.graphs import strongly_connected
+from app.analysis.model import Evidence, Function, Program, State
+
+
+@dataclass(frozen=True)
+class EstimateOptions:
+    """Switches for the enhanced trace; faithful variants ignore all but ``path_budget``."""
+
+    call_site_inference: bool = True
+    termination: bool = True
+    walk_semantics: bool = True
+    normal_return: bool = True
+    log_coverage: bool = True  # missing messages count only where the log could show them
+    test_selection: bool = True  # other tests of the script are not in the failing test's trace
+    path_budget: int = 100_000  # Algorithm 3 stack pops per function before the conservative fallback
+
+
+NO_EVIDENCE = Evidence(State.EXE, "no-evidence", "no known statement in this function: kept whole")
+
+
+@dataclass
+class Context:
+    program: Program
+    graphs: dict[str, FlowGraph]
+    exe: frozenset[int]
+    nexe: frozenset[int]
+    options: EstimateOptions
+    errors: frozenset[int] = frozenset()
+    warnings: list[str] = field(default_factory=list)
+    fn_by_id: dict[str, Function] = field(default_factory=dict)
+
+    looping: set[int] | None = None
+
+    def __post_init__(self) -> None:
+        self.fn_by_id = {f.fid: f for f in self.program.functions}
+
+    def in_loop(self, sid: int) -> bool:
+        """Whether a statement can run more than once per call of its function (it lies on a cycle)."""
+        if self.looping is None:
+            self.looping = set()
+            for fn in self.program.functions:
+                graph = self.graphs[fn.fid]
+                succ = {s: [t for t in graph.all_succ(s) if t >= 0] for s in fn.statements}
+                _comp, members = strongly_connected(succ)
+                for group in members:
+                    if len(group) > 1 or group[0] in succ.get(group[0], ()):
+                        self.looping.update(group)
+        return sid in self.looping
+
+    def functions(self) -> Iterable[Function]:
+        return (f for f in self.program.functions if f.statements)
+
+
+# ---------------------------------------------------------------------------------------------
+# Algorithm 2: fill in the gaps
+
+
+def known_evidence(ctx: Context, sid: int) -> Evidence:
+    if sid in ctx.errors:
+        return Evidence(State.EXE, "traceback", "a frame of the failure's traceback: it ran")
+    if sid in ctx.exe:
+        return Evidence(State.EXE, "log-match", "its message is in the log, matched to no other statement")
+    return Evidence(State.NEXE, "log-match", "static log statement whose message is not in the log")
+
+
+# ---------------------------------------------------------------------------------------------
+# Algorithm 3: CFG paths
