@@ -8,6 +8,10 @@ PY=${PYTHON:-python3}
 .venv/bin/python -m pip install -q -e ".[dev]"
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
+# docker-compose (the standalone v1 CLI from Debian) validates docker-compose.yml in the packaging tests
+command -v docker-compose >/dev/null 2>&1 || { [ "$(id -u)" = 0 ] && DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y -qq --no-install-recommends docker-compose >/dev/null 2>&1; } \
+    || echo "docker-compose unavailable; the compose validation test will skip with the reason"
 # unit, analysis, API and database tests
 .venv/bin/python -m pytest -m "not vllm and not browser" -p no:cacheprovider "$@"
 # the dashboard end to end in headless Chromium (Debian's package, installed once when missing)
