@@ -55,9 +55,8 @@ class CorpusOptions:
     mutants_per_test: int = 6
     max_test_seconds: float = 2.0
     timeout_s: float = 20.0
-    max_operator_share: float = (
-        0.3  # an operator that nearly always fails (flipped asserts) may not crowd out the rest
-    )
+    # an operator that nearly always fails (flipped asserts) may not crowd out the rest
+    max_operator_share: float = 0.3
 
     def operator_cap(self) -> int:
         return max(1, math.ceil(self.max_operator_share * self.max_cases))

@@ -13,22 +13,17 @@ from tests.conftest import RUNNING, benchmark_cases
 TCFL = [sys.executable, "-m", "app.cli"]
 
 
-def run(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*TCFL, *args], input=stdin.decode() if stdin else None, capture_output=True, text=True, timeout=120
-    )
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*TCFL, *args], capture_output=True, text=True, timeout=120)
+
+
+def trace_running_example(*extra: str) -> subprocess.CompletedProcess[str]:
+    script, log = str(RUNNING / "test_example.py"), str(RUNNING / "failure.log")
+    return run("trace", script, "--log", log, "--log-function", "Log.log", *extra)
 
 
 def test_trace_json_contract_on_the_running_example():
-    proc = run(
-        "trace",
-        str(RUNNING / "test_example.py"),
-        "--log",
-        str(RUNNING / "failure.log"),
-        "--log-function",
-        "Log.log",
-        "--json",
-    )
+    proc = trace_running_example("--json")
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     for key in (
@@ -81,16 +76,7 @@ def test_trace_json_contract_on_the_running_example():
 
 
 def test_trace_text_report_shows_each_line_with_its_rule():
-    proc = run(
-        "trace",
-        str(RUNNING / "test_example.py"),
-        "--log",
-        str(RUNNING / "failure.log"),
-        "--log-function",
-        "Log.log",
-        "--variant",
-        "tmax",
-    )
+    proc = trace_running_example("--variant", "tmax")
     assert proc.returncode == 0, proc.stderr
     assert "CSR(T1_dbt_nexe&T2) (tmax)" in proc.stdout
     assert "gap: bounds disagree" in proc.stdout  # line 3 is doubtful under T1
