@@ -40,13 +40,20 @@ def write_plots(report: dict[str, Any], out: Path) -> list[Path]:
         fig, ax = plt.subplots(figsize=(8, 6), dpi=100)
         for name, row in trace.items():
             prune = row["pruning_rate"] or 0.0
-            for key, marker in (("partial_preservation", "o"), ("full_preservation", "s")):
+            for key, marker, filled in (
+                ("partial_preservation", "o", False),
+                ("full_preservation", "s", True),
+            ):
                 if row[key] is not None:
+                    color = "tab:red" if name == "tplus" else "tab:blue"
                     ax.scatter(
                         prune * 100,
                         row[key] * 100,
                         marker=marker,
-                        color="tab:red" if name == "tplus" else "tab:blue",
+                        s=60 if filled else 110,
+                        facecolors=color if filled else "none",
+                        edgecolors=color,
+                        label=None,
                     )
             if row["partial_preservation"] is not None:
                 short = name.replace("T1_dbt_exe", "T1e").replace("T1_dbt_nexe", "T1n").replace("CSR", "C")
@@ -58,7 +65,18 @@ def write_plots(report: dict[str, Any], out: Path) -> list[Path]:
                     textcoords="offset points",
                 )
         ax.set_xlabel("pruning rate (%)")
-        ax.set_ylabel("fault preservation (%)  o partial, s full")
+        ax.set_ylabel("fault preservation (%)")
+        ax.scatter(
+            [],
+            [],
+            marker="o",
+            facecolors="none",
+            edgecolors="grey",
+            s=110,
+            label="partial (some faulty line kept)",
+        )
+        ax.scatter([], [], marker="s", color="grey", s=60, label="full (every faulty line kept)")
+        ax.legend(loc="lower left", fontsize=8)
         ax.set_title(f"pruning vs fault preservation ({report['cases']} cases)")
         ax.grid(True, alpha=0.3)
         path = out / "pruning_vs_preservation.png"
