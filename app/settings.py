@@ -49,6 +49,9 @@ class Settings(BaseSettings):
     default_k: int = 5
     default_trace: str = "tplus"
     log_functions: str = Field("", description="Comma-separated extra log-function patterns, e.g. Log.log")
+    log_format: str | None = Field(
+        None, description="Log prefix format: a known name or a regex with (?P<msg>...); unset = detect"
+    )
     cfg_path_budget: int = Field(
         100_000, description="Algorithm 3 path-search steps per function before fallback"
     )

@@ -60,7 +60,7 @@ async def triage(
     """Rank the ``options.k`` most suspicious elements; ``ValueError`` for bad options."""
     opts = options.validated()
     started = time.perf_counter()
-    analysis = analyze(scripts, log, log_functions=opts.log_functions)
+    analysis = analyze(scripts, log, log_functions=opts.log_functions, prefix_format=opts.log_format)
     rendered = render(analysis, opts.trace, opts.level)
     prompt_level = "line" if opts.line_to_block and opts.level == "block" else opts.level
     prompt_rendered = render(analysis, opts.trace, "line") if prompt_level != opts.level else rendered

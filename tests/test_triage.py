@@ -233,3 +233,17 @@ def test_a_refused_request_falls_back_with_the_server_reason() -> None:
     assert result.ranker == "heuristic"
     assert (result.fallback_reason or "").startswith("model refused the request")
     assert "context window" in (result.fallback_reason or "")
+
+
+def test_a_configured_log_format_is_used_and_a_bad_one_rejected() -> None:
+    scripts = [Script("t.py", "def test_a():\n    print('step one')\n    print('step two')\n")]
+    log = "<<step two>> step one\n" * 3  # the prefix itself looks like a message of line 3
+
+    def kept(log_format: str | None) -> int:
+        options = TriageOptions(k=1, trace="tplus", level="line", log_format=log_format)
+        return asyncio.run(triage(scripts, log, options, client=None)).kept_lines
+
+    assert kept(r"<<[^>]*>> (?P<msg>.*)") == 2  # line 3 did not run: only "step one" was printed
+    assert kept(None) == 3  # undetected prefix: the line matches both prints, so nothing is known
+    with pytest.raises(ValueError, match="named group"):
+        TriageOptions(log_format="(no message group)").validated()

@@ -64,6 +64,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="do not record the result in the database (TCFL_DATABASE_URL, default ./tcfl.db)",
     )
+    p.add_argument(
+        "--log-format",
+        metavar="NAME_OR_REGEX",
+        help="log prefix format: a known name (avocado, python, ...) or a regex with (?P<msg>...)",
+    )
     p.add_argument("--test-id", help="label stored with the result (the dashboard filters on it)")
     p.set_defaults(func=run)
 
@@ -86,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
         output_format=args.output_format or settings.output_format,
         two_phase=args.two_phase,
         line_to_block=args.line_to_block,
+        log_format=args.log_format or settings.log_format,
     )
     try:
         options = options.validated()
@@ -147,6 +153,7 @@ def _store(
             "ranker": options.ranker,
             "log_functions": list(options.log_functions),
             "output_format": options.output_format,
+            "log_format": options.log_format,
         },
         test_id=test_id,
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from app.analysis.logparse import check_prefix_format
 from app.analysis.model import resolve_variant
 from app.analysis.render import LEVELS
 from app.localize.prompts import OUTPUT_FORMATS
@@ -23,6 +24,9 @@ class TriageOptions:
     output_format: str = "json_schema"  # or "paper": the paper's free-form answers
     two_phase: bool = False  # paper VI-G: functions first, then blocks/lines inside the top ones
     line_to_block: bool = False  # paper VI-D: ask for lines, answer with their blocks
+    log_format: str | None = (
+        None  # log prefix format: a known name or a regex with (?P<msg>...); None = detect
+    )
 
     def validated(self) -> TriageOptions:
         """A copy with the trace name made canonical; ``ValueError`` naming the bad option otherwise."""
@@ -38,6 +42,8 @@ class TriageOptions:
             )
         if isinstance(self.log_functions, str):
             raise ValueError("log_functions must be a list of patterns, not a single string")
+        if self.log_format:
+            check_prefix_format(self.log_format)
         return replace(self, trace=resolve_variant(self.trace), log_functions=tuple(self.log_functions))
 
 

@@ -65,6 +65,7 @@ def to_case(request: TriageRequest, settings: Settings, *, where: str = "") -> C
             "ranker": request.ranker or "auto",
             "log_functions": [*request.log_functions, *extra],
             "output_format": settings.output_format,
+            "log_format": request.log_format or settings.log_format,
         }
         triage_options(options).validated()
     except ValueError as exc:
@@ -83,6 +84,7 @@ def triage_options(options: dict[str, Any]) -> TriageOptions:
         ranker=options["ranker"],
         log_functions=tuple(options["log_functions"]),
         output_format=options["output_format"],
+        log_format=options.get("log_format"),
     )
 
 

@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from app.analysis.logparse import KNOWN_FORMATS
 from app.analysis.model import VARIANTS, resolve_variant
 
 _EXAMPLES = Path(__file__).parent / "examples"
@@ -94,6 +95,12 @@ class TriageRequest(BaseModel):
         max_length=100,
         description="Extra log-function patterns (e.g. Log.log), added to TCFL_LOG_FUNCTIONS.",
     )
+    log_format: str | None = Field(
+        None,
+        max_length=40,
+        description="Log prefix format: one of "
+        f"{', '.join((*KNOWN_FORMATS, 'plain'))}; default TCFL_LOG_FORMAT, else detected from the log.",
+    )
     test_id: str | None = Field(
         None,
         max_length=200,
@@ -107,6 +114,14 @@ class TriageRequest(BaseModel):
     @classmethod
     def _known_trace(cls, value: str | None) -> str | None:
         return None if value is None else resolve_variant(value)
+
+    @field_validator("log_format")
+    @classmethod
+    def _known_format(cls, value: str | None) -> str | None:
+        # requests name a format; a custom regex is the operator's (TCFL_LOG_FORMAT), never a caller's
+        if value is not None and value not in (*KNOWN_FORMATS, "plain", "auto"):
+            raise ValueError(f"log_format must be one of {', '.join((*KNOWN_FORMATS, 'plain', 'auto'))}")
+        return value
 
     @field_validator("log_functions")
     @classmethod

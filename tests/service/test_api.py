@@ -48,6 +48,12 @@ def test_triage_returns_a_stored_ranked_result(api: httpx.Client) -> None:
     assert stored == result
 
 
+def test_a_named_log_format_is_accepted(api: httpx.Client) -> None:
+    response = api.post("/v1/triage", json=example_body(log_format="bracket"))
+    assert response.status_code == 200, response.text
+    assert response.json()["ranking"][0]["id"] == "BLOCK 6"
+
+
 def test_trace_shortcut_is_resolved_to_its_variant(api: httpx.Client) -> None:
     response = api.post("/v1/triage", json=example_body(trace="tmid"))
     assert response.status_code == 200, response.text
@@ -161,6 +167,7 @@ BAD_FIELDS: list[tuple[str, dict[str, Any], str]] = [
     ("log_functions a string", {"log_functions": "Log.log"}, "list"),
     ("blank log function", {"log_functions": [" "]}, "non-empty"),
     ("test_id too long", {"test_id": "x" * 201}, "at most 200"),
+    ("log_format a regex", {"log_format": "(?P<msg>.*)"}, "log_format must be one of"),
 ]
 
 
