@@ -213,8 +213,14 @@ def tplus(
         ctx.warnings.append(f"{fn.path}: {fn.qualname}: {note}")
     kept: set[int] = set().union(*kept_by_fn.values()) if kept_by_fn else set()
     why: dict[int, Evidence] = {}
+    other = Evidence(
+        State.NEXE, "test-selection", "another test of the script; the log names the failing one"
+    )
     for fn in funcs:
         for s in fn.statements:
+            if fn.fid in other_tests:
+                why[s] = other
+                continue
             why[s] = _tplus_evidence(
                 ctx, s, fn, kept, exe, nexe, hard_stops, removed, inferred_exe, inferred_nexe
             )
