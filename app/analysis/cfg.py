@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import networkx as nx
 
+from app.analysis.graphs import back_edges
 from app.analysis.model import Block, Function, Program, Statement, StmtKind
 
 EXIT = -1  # normal return or falling off the end
@@ -243,7 +244,7 @@ def block_graph(graph: FlowGraph, blocks: Iterable[Block]) -> BlockGraph:
                     g.add_edge(b.bid, of_sid[t])
     root = of_sid[graph.entry]
     # drop back edges found by a depth-first search from the entry
-    g.remove_edges_from(_back_edges(g, root))
+    g.remove_edges_from(back_edges({n: sorted(g.successors(n)) for n in sorted(g.nodes)}, root))
     # merge straight chains
     merged: dict[int, int] = {}
     nodes: list[list[int]] = []
@@ -266,29 +267,3 @@ def block_graph(graph: FlowGraph, blocks: Iterable[Block]) -> BlockGraph:
         nodes=tuple(tuple(n) for n in nodes),
         children=tuple(tuple(sorted(c, key=lambda i: nodes[i][0])) for c in children),
     )
-
-
-def _back_edges(g: nx.DiGraph, root: int) -> list[tuple[int, int]]:
-    """Edges to an ancestor on the DFS stack, from the root and then from any unvisited node."""
-    back: list[tuple[int, int]] = []
-    color: dict[int, int] = {}
-    order = [root, *sorted(n for n in g.nodes if n != root)]
-    for start in order:
-        if start in color:
-            continue
-        color[start] = 1
-        stack: list[tuple[int, list[int]]] = [(start, sorted(g.successors(start)))]
-        while stack:
-            node, todo = stack[-1]
-            if todo:
-                nxt = todo.pop(0)
-                c = color.get(nxt, 0)
-                if c == 1:
-                    back.append((node, nxt))
-                elif c == 0:
-                    color[nxt] = 1
-                    stack.append((nxt, sorted(g.successors(nxt))))
-            else:
-                color[node] = 2
-                stack.pop()
-    return back

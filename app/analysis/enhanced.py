@@ -14,7 +14,7 @@ from app.analysis.cfg import EXIT, RAISE, FlowGraph
 from app.analysis.context import Context, known_evidence
 from app.analysis.graphs import back_edges, chain_between, reachable, reverse_topological, strongly_connected
 from app.analysis.model import Evidence, Frame, Function, State, StmtKind
-from app.analysis.source import statement_at
+from app.analysis.source import line_index
 
 
 def _stops(ctx: Context, frames: Sequence[Frame]) -> dict[str, int]:
@@ -25,8 +25,9 @@ def _stops(ctx: Context, frames: Sequence[Frame]) -> dict[str, int]:
     read too.
     """
     stops: dict[str, int] = {}
+    index = line_index(ctx.program)
     for frame in sorted(frames, key=lambda f: f.traceback):
-        st = statement_at(ctx.program, frame.path, frame.line)
+        st = index.get((frame.path, frame.line))
         if st is not None:
             stops[st.function] = st.sid  # later tracebacks and inner frames win
     return stops

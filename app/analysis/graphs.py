@@ -107,20 +107,28 @@ def chain_between(
 
 
 def back_edges(succ: dict[int, list[int]], root: int) -> list[tuple[int, int]]:
+    """Edges closing a cycle in a depth-first search from ``root``, then from any node it missed.
+
+    Removing them leaves the whole graph acyclic, unreachable parts included.
+    """
     back: list[tuple[int, int]] = []
-    color: dict[int, int] = {root: 1}
-    stack = [(root, iter(list(succ[root])))]
-    while stack:
-        node, it = stack[-1]
-        nxt = next(it, None)
-        if nxt is None:
-            color[node] = 2
-            stack.pop()
-        elif color.get(nxt, 0) == 1:
-            back.append((node, nxt))
-        elif nxt not in color:
-            color[nxt] = 1
-            stack.append((nxt, iter(list(succ[nxt]))))
+    color: dict[int, int] = {}
+    for start in (root, *succ):
+        if start in color:
+            continue
+        color[start] = 1
+        stack = [(start, iter(list(succ[start])))]
+        while stack:
+            node, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                color[node] = 2
+                stack.pop()
+            elif color.get(nxt, 0) == 1:
+                back.append((node, nxt))
+            elif nxt not in color:
+                color[nxt] = 1
+                stack.append((nxt, iter(list(succ[nxt]))))
     return back
 
 

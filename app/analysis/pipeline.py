@@ -18,9 +18,9 @@ from app.analysis.estimate import EstimateOptions, estimate
 from app.analysis.logparse import match_script_path, parse_log
 from app.analysis.logstatements import DEFAULT_LOG_FUNCTIONS, find_log_statements
 from app.analysis.matching import match_messages
-from app.analysis.model import Analysis, Frame, LogStatement, Program, Script, Statement
+from app.analysis.model import Analysis, Frame, LogStatement, Program, Script
 from app.analysis.selection import select_tests
-from app.analysis.source import normalize_newlines, parse_program, parse_tree
+from app.analysis.source import LineIndex, line_index, normalize_newlines, parse_program, parse_tree
 
 SKEW_WINDOW = 6  # lines a traceback's line number may be off by (reporters run slightly different copies)
 _SPACE = re.compile(r"\s+")
@@ -107,20 +107,6 @@ def _log_statements(
             st = index.get((script.path, ls.line))
             out.append(replace(ls, sid=st.sid if st is not None else None))
     return [s for s in out if s.sid is not None]
-
-
-LineIndex = dict[tuple[str, int], Statement]
-
-
-def line_index(program: Program) -> LineIndex:
-    """(path, line) -> innermost statement owning the line (clause headers own only their header)."""
-    index: LineIndex = {}
-    for st in program.statements:
-        for line in range(st.start_line, st.end_line + 1):
-            cur = index.get((st.path, line))
-            if cur is None or st.depth >= cur.depth:
-                index[(st.path, line)] = st
-    return index
 
 
 def _script_frames(

@@ -482,14 +482,20 @@ def _unique_fids(keys: list[tuple[str, str, int]]) -> list[str]:
     ]
 
 
-def statement_at(program: Program, path: str, line: int) -> Statement | None:
-    """The innermost statement owning a line (clause headers own only their header lines)."""
-    best: Statement | None = None
+LineIndex = dict[tuple[str, int], Statement]
+
+
+def line_index(program: Program) -> LineIndex:
+    """(path, line) -> innermost statement owning the line (clause headers own only their header)."""
+    index: LineIndex = {}
     for st in program.statements:
-        if (
-            st.path == path
-            and st.start_line <= line <= st.end_line
-            and (best is None or st.depth >= best.depth)
-        ):
-            best = st
-    return best
+        for line in range(st.start_line, st.end_line + 1):
+            cur = index.get((st.path, line))
+            if cur is None or st.depth >= cur.depth:
+                index[(st.path, line)] = st
+    return index
+
+
+def statement_at(program: Program, path: str, line: int) -> Statement | None:
+    """The innermost statement owning a line; build ``line_index`` once to look up many."""
+    return line_index(program).get((path, line))
