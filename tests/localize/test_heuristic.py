@@ -8,9 +8,9 @@ import pytest
 
 from app.analysis.model import Analysis, Loc, Script
 from app.analysis.pipeline import analyze
-from app.analysis.render import LEVELS, element_for_line, render
+from app.analysis.render import LEVELS, render
 from app.localize.heuristic import bm25, code_tokens, query_tokens, rank_heuristic
-from tests.conftest import BENCHMARK, benchmark_cases, load_case, running_example
+from tests.conftest import BENCHMARK, load_case, running_example
 
 
 @lru_cache(maxsize=1)
@@ -19,7 +19,7 @@ def golden() -> Analysis:
     return analyze(scripts, log, log_functions=expected["log_function_patterns"])
 
 
-@lru_cache(maxsize=32)
+@lru_cache(maxsize=16)
 def real(name: str) -> tuple[Analysis, tuple[Loc, ...]]:
     scripts, log, case = load_case(BENCHMARK / f"{name}.json")
     faulty = tuple(Loc(f["path"], f["line"]) for f in case["faulty_lines"])
@@ -55,28 +55,6 @@ def test_k_limits_the_answer_and_must_be_positive() -> None:
     assert len(rank_heuristic(golden(), rendered, 2)) == 2
     with pytest.raises(ValueError, match="k"):
         rank_heuristic(golden(), rendered, 0)
-
-
-# The floor of block Hit@5 over the real cases whose trace keeps a faulty line: what the heuristic
-# reaches today on the 20-case set (14 of 20 on both variants); raise it as the ranker improves.
-HIT5_FLOOR = 0.7
-
-
-@pytest.mark.parametrize("variant", ["T0", "tplus"])
-def test_a_faulty_block_of_most_real_cases_is_in_the_top_five(variant: str) -> None:
-    hits: list[str] = []
-    misses: list[str] = []
-    for path in benchmark_cases():
-        analysis, faulty = real(path.stem)
-        rendered = render(analysis, variant, "block")
-        gold = {e.id for loc in faulty if (e := element_for_line(rendered, loc)) is not None}
-        if not gold:
-            continue  # the trace keeps no faulty line: nothing for a ranker to find
-        ranked = [s.element.id for s in rank_heuristic(analysis, rendered, 5)]
-        (hits if gold & set(ranked) else misses).append(path.stem)
-    rankable = len(hits) + len(misses)
-    assert rankable > 0
-    assert len(hits) / rankable >= HIT5_FLOOR, f"Hit@5 {len(hits)}/{rankable}; missed: {misses}"
 
 
 def test_a_later_traceback_outranks_an_earlier_one() -> None:
