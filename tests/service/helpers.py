@@ -194,10 +194,14 @@ class Standin:
 
 
 @contextmanager
-def standin(delay_s: float) -> Iterator[Standin]:
-    """The stand-in model server process, answering every chat request validly after ``delay_s``."""
+def standin(delay_s: float, *, gate: Path | None = None) -> Iterator[Standin]:
+    """The stand-in model server process, answering every chat request validly after ``delay_s``.
+
+    With ``gate``, no chat request is answered before that file exists.
+    """
+    gate_args = [] if gate is None else ["--gate-file", str(gate)]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.support.openai_standin", "--delay", str(delay_s)],
+        [sys.executable, "-m", "tests.support.openai_standin", "--delay", str(delay_s), *gate_args],
         cwd=REPO,
         stdout=subprocess.PIPE,
         text=True,
