@@ -1,4 +1,4 @@
-"""`tcfl eval CASES_DIR`: trace quality and localization metrics over benchmark cases (DESIGN section 7)."""
+"""`tcfl eval CASES_DIR`: trace quality and localization metrics over benchmark cases."""
 
 from __future__ import annotations
 

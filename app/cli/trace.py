@@ -29,7 +29,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--variant", default="tplus", help="variant whose per-line states the report shows")
     for flag in ("call-site-inference", "termination", "walk-semantics", "normal-return"):
         p.add_argument(f"--no-{flag}", action="store_true", help=f"tplus without {flag.replace('-', ' ')}")
-    p.add_argument("--json", action="store_true", help="machine-readable output (DESIGN section 3)")
+    p.add_argument(
+        "--json", action="store_true", help="machine-readable output (the JSON report described in README)"
+    )
     p.set_defaults(func=run)
 
 

@@ -58,7 +58,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="PATTERN",
         help="extra log-function callee pattern, e.g. Log.log (repeatable)",
     )
-    p.add_argument("--json", action="store_true", help="machine-readable triage result (DESIGN section 3)")
+    p.add_argument(
+        "--json", action="store_true", help="machine-readable triage result (JSON; keys are only ever added)"
+    )
     p.add_argument(
         "--no-store",
         action="store_true",
