@@ -11,7 +11,7 @@ from app.analysis.estimate import EstimateOptions
 from app.analysis.model import TRACE_ALIASES, VARIANTS, Analysis, Loc, State, resolve_variant
 from app.analysis.pipeline import analyze
 from app.cli import UsageError
-from app.cli.io import read_log, read_scripts
+from app.cli.io import check_log_format, read_log, read_scripts
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -26,7 +26,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="extra log-function callee pattern, e.g. Log.log or self.*.info (repeatable)",
     )
     p.add_argument("--log-format", metavar="NAME_OR_REGEX", help="log prefix format (default: detected)")
-    p.add_argument("--variant", default="tplus", help="variant whose per-line states the report shows")
+    p.add_argument(
+        "--trace",
+        "--variant",
+        dest="variant",
+        default="tplus",
+        metavar="VARIANT",
+        help="variant whose per-line states the report shows (as in triage; --variant is an alias)",
+    )
     for flag in ("call-site-inference", "termination", "walk-semantics", "normal-return"):
         p.add_argument(f"--no-{flag}", action="store_true", help=f"tplus without {flag.replace('-', ' ')}")
     p.add_argument(
@@ -38,6 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     scripts, warnings = read_scripts(args.scripts)
     log, log_warnings = read_log(args.log)
+    check_log_format(args.log_format)
     options = EstimateOptions(
         call_site_inference=not args.no_call_site_inference,
         termination=not args.no_termination,

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from app.analysis.model import Script
 from app.analysis.render import LEVELS
 from app.cli import UsageError
-from app.cli.io import read_log, read_scripts
+from app.cli.io import check_log_format, read_log, read_scripts
 from app.localize.llm import ModelClient
 from app.localize.prompts import OUTPUT_FORMATS
 from app.localize.result import RANKERS, TriageOptions, TriageResult
@@ -84,6 +84,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(
             f"invalid TCFL_* setting: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}"
         ) from exc
+    check_log_format(args.log_format)
+    if not args.log_format:
+        check_log_format(settings.log_format, "TCFL_LOG_FORMAT")
     options = TriageOptions(
         level=args.level or settings.default_level,
         k=settings.default_k if args.k is None else args.k,

@@ -6,6 +6,7 @@ itself is under test (imports, exit status), with real scripts and logs.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -91,3 +92,90 @@ def test_an_unexpected_failure_is_one_line_and_exit_1(tmp_path: Path) -> None:
     )
     assert proc.returncode == 1
     assert proc.stderr.strip() == "tcfl: failed: RuntimeError: disk on fire"
+
+
+# -- input a user can get wrong ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        ("run.sh", "#!/bin/sh\necho hello\nexit 1\n"),
+        ("suite.yaml", "tests:\n  - name: test_a\n"),
+        ("Test.java", "class Test { void testA() { assert false; } }\n"),
+    ],
+)
+def test_a_non_python_script_is_a_usage_error(
+    name: str, content: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / name).write_text(content)
+    for command in ("triage", "trace"):
+        assert main([command, name, "--log", LOG]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"tcfl: error: script {name} is not a Python file")
+
+
+def test_a_python_script_without_suffix_is_known_by_its_shebang(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "check_disk").write_text(
+        "#!/usr/bin/env python3\ndef test_a():\n    x = 0\n    assert x == 1\n"
+    )
+    (tmp_path / "f.log").write_text(
+        'Traceback (most recent call last):\n  File "check_disk", line 4, in test_a\nAssertionError\n'
+    )
+    assert main(["trace", "check_disk", "--log", "f.log"]) == 0
+    assert "check_disk" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("data", "kind"),
+    [
+        (b"\x1f\x8b\x08\x00" + bytes(range(256)) * 4, "gzip-compressed"),
+        (b"\x7fELF\x02\x01\x01" + bytes(200), "an executable"),
+        (bytes(range(256)) * 8, "binary data"),
+    ],
+)
+def test_a_binary_log_is_refused_and_never_echoed(
+    data: bytes, kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "failure.log").write_bytes(data)
+    for command in ("triage", "trace"):
+        assert main([command, SCRIPT, "--log", "failure.log"]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        assert captured.err.strip().startswith(f"tcfl: error: log failure.log is {kind}, not a text log")
+        assert all(ch.isprintable() for ch in captured.err.strip())
+
+
+def test_a_utf16_log_is_text_not_binary(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "failure.log").write_bytes((RUNNING / "failure.log").read_text().encode("utf-16"))
+    assert main(["trace", SCRIPT, "--log", "failure.log", "--log-function", "Log.log", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["error_message"].startswith("ZeroDivisionError")
+
+
+@pytest.mark.parametrize("spec", ["apache", "^(?P<ts>\\S+) (?P<message>.*)$", "(?P<msg>(a+)+)"])
+def test_a_bad_log_format_error_names_the_option(spec: str, capsys: pytest.CaptureFixture[str]) -> None:
+    for command in ("triage", "trace"):
+        assert main([command, SCRIPT, "--log", LOG, "--log-format", spec]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"tcfl: error: --log-format {spec!r}: ")
+        assert "prefix_format" not in err and "Traceback" not in err
+
+
+def test_a_bad_log_format_setting_names_the_setting(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("TCFL_LOG_FORMAT", "apache")
+    get_settings.cache_clear()
+    assert main(["triage", SCRIPT, "--log", LOG]) == 2
+    assert capsys.readouterr().err.startswith("tcfl: error: TCFL_LOG_FORMAT 'apache': ")
+
+
+def test_trace_takes_trace_like_triage_and_keeps_variant(capsys: pytest.CaptureFixture[str]) -> None:
+    reports = []
+    for flag in ("--trace", "--variant"):
+        assert main(["trace", SCRIPT, "--log", LOG, "--log-function", "Log.log", flag, "tmin"]) == 0
+        reports.append(capsys.readouterr().out)
+    assert reports[0] == reports[1]
+    assert "Per line, variant T2" in reports[0]
