@@ -12,6 +12,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
+from app.analysis.grounding import missing_evidence
 from app.analysis.model import Analysis, Loc, Script
 from app.analysis.pipeline import analyze
 from app.analysis.render import Element, RenderedCode, render
@@ -69,7 +70,8 @@ async def triage(
     )
     static_ms = (time.perf_counter() - started) * 1000.0
 
-    warnings = list(analysis.warnings)
+    gaps = missing_evidence(analysis)
+    warnings = [*analysis.warnings, *gaps]
     if opts.line_to_block and opts.level != "block":
         warnings.append("line_to_block applies to block-level triage only; ignored")
     if opts.two_phase and opts.level == "function":
@@ -137,6 +139,7 @@ async def triage(
         prompt_chars=sum(len(m["content"]) for m in messages),
         prompt_lines=sum(m["content"].count("\n") + 1 for m in messages),
         warnings=tuple(dict.fromkeys(warnings)),
+        evidence_found=not gaps,
     )
 
 

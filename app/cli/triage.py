@@ -12,8 +12,8 @@ from pydantic import ValidationError
 
 from app.analysis.model import Script
 from app.analysis.render import LEVELS
-from app.cli import UsageError
-from app.cli.io import check_log_format, read_log, read_scripts
+from app.cli import EXIT_NO_EVIDENCE, EXIT_OK, UsageError
+from app.cli.io import check_log_format, printable, read_log, read_scripts
 from app.localize.llm import ModelClient
 from app.localize.prompts import OUTPUT_FORMATS
 from app.localize.result import RANKERS, TriageOptions, TriageResult
@@ -100,6 +100,7 @@ def run(args: argparse.Namespace) -> int:
     )
     try:
         options = options.validated()
+        model_flags = _model_only_flags(args)
         if args.model:
             settings = settings.model_copy(update={"model": args.model})
         client = (
@@ -111,6 +112,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from exc
     if args.ranker == "llm" and client is None:
         raise UsageError("--ranker llm needs a model server: pass --model-url or set TCFL_MODEL_URL")
+    if model_flags and client is None:
+        why = "with --ranker heuristic" if args.ranker == "heuristic" else "without a model server"
+        warnings.append(f"{', '.join(model_flags)} only affect(s) the model ranker; ignored {why}")
     try:
         result = asyncio.run(_triage(scripts, log, options, client))
     except ValueError as exc:
@@ -129,13 +133,30 @@ def run(args: argparse.Namespace) -> int:
         json.dump(body, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write(format_result(result, result_warnings))
+        sys.stdout.write(format_result(result))
         if saved is not None:
             sys.stdout.write(
                 f"\nSaved as triage {saved} in {safe_url(settings.database_url)}"
                 f" (see it with `tcfl serve`: /triage/{saved})\n"
             )
-    return 0
+    # warnings (the model fallback among them) once each, on stderr, in both output modes
+    for warning in dict.fromkeys([*result_warnings, *result.warnings]):
+        print(f"tcfl: warning: {printable(warning)}", file=sys.stderr)
+    return EXIT_OK if result.evidence_found else EXIT_NO_EVIDENCE
+
+
+_MODEL_FLAGS = (
+    ("model_url", "--model-url"),
+    ("model", "--model"),
+    ("output_format", "--output-format"),
+    ("two_phase", "--two-phase"),
+    ("line_to_block", "--line-to-block"),
+)
+
+
+def _model_only_flags(args: argparse.Namespace) -> list[str]:
+    """The flags given on this command line that only the model ranker reads."""
+    return [flag for attr, flag in _MODEL_FLAGS if getattr(args, attr)]
 
 
 def _store(
@@ -174,7 +195,6 @@ def _store(
         warnings.append(
             f"result not stored in {safe_url(settings.database_url)}: {type(exc).__name__}: {exc}"
         )
-        print(f"tcfl: warning: {warnings[-1]}", file=sys.stderr)
         return None
 
 
@@ -188,17 +208,24 @@ async def _triage(
             await client.aclose()
 
 
-def format_result(result: TriageResult, extra_warnings: list[str]) -> str:
-    """The terminal report: the ranking with code previews, then where it came from and what it cost."""
+def format_result(result: TriageResult) -> str:
+    """The terminal report: the ranking with code previews, then where it came from and what it cost.
+
+    Warnings are not part of it: the caller prints them on stderr, once each.
+    """
     out: list[str] = []
-    out.append(f"Error: {result.error_message or '(no error message found in the log)'}")
+    out.append(f"Error: {printable(result.error_message) or '(no error message found in the log)'}")
     ranker = result.ranker if result.model is None else f"{result.ranker} ({result.model})"
+    if result.fallback_reason:
+        ranker += " (fallback: the model did not answer; see the warning)"
+    shown = len(result.ranking)
+    asked = "" if shown == result.k else f" (of {result.k} asked: the trace holds no more)"
     out.append(
-        f"Top {result.k} {result.level}s by {ranker}; trace {result.variant}: "
+        f"Top {shown} {result.level}s{asked} by {ranker}; trace {result.variant}: "
         f"{result.kept_lines}/{result.total_lines} lines kept ({result.pruning_rate:.0%} pruned)"
     )
-    if result.fallback_reason:
-        out.append(f"Fallback: {result.fallback_reason}")
+    if not result.evidence_found:
+        out.append("No evidence in the log: this ranking is a guess (see the warning)")
     out.append("")
     for item in result.ranking:
         span = (
@@ -225,6 +252,4 @@ def format_result(result: TriageResult, extra_warnings: list[str]) -> str:
             f"Post-processing: {counts.invalid} invalid, {counts.duplicates} duplicate, "
             f"{counts.mismatches} mismatched ({counts.repaired} repaired)"
         )
-    for warning in [*extra_warnings, *result.warnings]:
-        out.append(f"warning: {warning}")
     return "\n".join(out) + "\n"

@@ -94,6 +94,7 @@ class TriageResult:
     warnings: tuple[str, ...] = ()
     id: str | None = None
     status: str = "done"
+    evidence_found: bool = True  # False: nothing in the failure pointed anywhere; the ranking is a guess
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -121,4 +122,5 @@ class TriageResult:
             "postprocess": self.postprocess.to_dict(),
             "prompt": {"chars": self.prompt_chars, "lines": self.prompt_lines},
             "warnings": list(self.warnings),
+            "evidence_found": self.evidence_found,
         }

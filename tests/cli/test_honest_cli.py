@@ -179,3 +179,126 @@ def test_trace_takes_trace_like_triage_and_keeps_variant(capsys: pytest.CaptureF
         reports.append(capsys.readouterr().out)
     assert reports[0] == reports[1]
     assert "Per line, variant T2" in reports[0]
+
+
+# -- exit status and warnings of triage ----------------------------------------------------------
+
+
+def _write_case(tmp_path: Path, script: str, log: str) -> tuple[str, str]:
+    (tmp_path / "test_case.py").write_text(script)
+    (tmp_path / "case.log").write_text(log)
+    return "test_case.py", "case.log"
+
+
+HELPER_SCRIPT = """\
+class Log:
+    @staticmethod
+    def log(msg):
+        print(msg)
+
+
+def test_copy():
+    Log.log("copy started")
+    size = 10
+    Log.log("copied %d blocks" % size)
+    assert size == 12
+"""
+
+
+def test_ranked_with_evidence_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["triage", SCRIPT, "--log", LOG, "--log-function", "Log.log", "--no-store"]) == 0
+    captured = capsys.readouterr()
+    assert "no evidence" not in captured.err and "guess" not in captured.out
+
+
+def test_no_matched_message_and_no_frame_exits_3_with_the_options_to_try(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the helper's messages are in the log, but without --log-function nothing recognises Log.log,
+    # and the log has no traceback: the ranking can only be a guess
+    script, log = _write_case(tmp_path, HELPER_SCRIPT, "copy started\ncopied 10 blocks\nFAIL: test_copy\n")
+    assert main(["triage", script, "--log", log, "--no-store", "-k", "2"]) == 3
+    captured = capsys.readouterr()
+    assert "No evidence in the log: this ranking is a guess" in captured.out
+    warnings = [line for line in captured.err.splitlines() if "no evidence" in line]
+    assert len(warnings) == 1
+    assert "--log-function" in warnings[0] and "no Python traceback" in warnings[0]
+    # the hint works: naming the helper grounds the ranking
+    assert main(["triage", script, "--log", log, "--no-store", "--log-function", "Log.log"]) == 0
+
+
+def test_messages_that_match_nothing_point_at_the_log_format(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script, log = _write_case(
+        tmp_path,
+        'import logging\n\n\ndef test_a():\n    logging.info("step one done")\n    assert False\n',
+        "unrelated line\nanother one\n",
+    )
+    assert main(["triage", script, "--log", log, "--no-store", "--json"]) == 3
+    captured = capsys.readouterr()
+    body = json.loads(captured.out)
+    assert body["evidence_found"] is False
+    gap = next(w for w in body["warnings"] if w.startswith("no evidence"))
+    assert "--log-format" in gap and "--log-function" in gap and "2 message(s)" in gap
+
+
+def test_top_n_header_counts_the_items_listed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    script, log = _write_case(
+        tmp_path,
+        "def test_a():\n    x = 1\n    assert x == 2\n",
+        'Traceback (most recent call last):\n  File "test_case.py", line 3, in test_a\nAssertionError\n',
+    )
+    assert main(["triage", script, "--log", log, "--no-store", "-k", "5", "--level", "line"]) == 0
+    out = capsys.readouterr().out
+    listed = [line for line in out.splitlines() if line[:3].strip().endswith(".")]
+    assert len(listed) == 3  # the script has three lines
+    assert f"Top {len(listed)} lines (of 5 asked: the trace holds no more)" in out
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [["--model", "m"], ["--two-phase"], ["--output-format", "paper", "--line-to-block"]],
+)
+def test_model_only_flags_with_the_heuristic_ranker_are_a_warning(
+    flags: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = [
+        "triage",
+        SCRIPT,
+        "--log",
+        LOG,
+        "--log-function",
+        "Log.log",
+        "--no-store",
+        "--ranker",
+        "heuristic",
+    ]
+    assert main([*args, *flags]) == 0
+    err = capsys.readouterr().err
+    named = [f for f in flags if f.startswith("--")]
+    assert (
+        f"tcfl: warning: {', '.join(named)} only affect(s) the model ranker; ignored with --ranker heuristic"
+        in err
+    )
+
+
+def test_model_flag_without_any_model_server_is_a_warning(capsys: pytest.CaptureFixture[str]) -> None:
+    assert (
+        main(["triage", SCRIPT, "--log", LOG, "--log-function", "Log.log", "--no-store", "--model", "m"]) == 0
+    )
+    assert (
+        "--model only affect(s) the model ranker; ignored without a model server" in capsys.readouterr().err
+    )
+
+
+def test_explicit_llm_ranker_falling_back_answers_and_says_so_once_on_stderr(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from tests.support.openai_standin import closed_port_url
+
+    args = ["triage", SCRIPT, "--log", LOG, "--log-function", "Log.log", "--no-store", "--ranker", "llm"]
+    assert main([*args, "--model-url", closed_port_url(), "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["ranker"] == "heuristic"
+    assert captured.err.count("model unavailable") == 1

@@ -87,9 +87,11 @@ def test_unreachable_model_falls_back_with_a_visible_reason(capsys: pytest.Captu
     from tests.support.openai_standin import closed_port_url
 
     code = main(["triage", SCRIPT, "--log", LOG, "--model-url", closed_port_url(), "-k", "1"])
-    out = capsys.readouterr().out
+    captured = capsys.readouterr()
     assert code == 0
-    assert "by heuristic" in out and "Fallback: model unavailable" in out
+    assert "by heuristic (fallback: the model did not answer; see the warning)" in captured.out
+    assert "model unavailable" not in captured.out
+    assert captured.err.count("model unavailable") == 1
 
 
 def test_multi_file_real_case(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -116,10 +118,10 @@ def test_non_utf8_script_is_decoded_with_a_warning(
     log = tmp_path / "f.log"
     log.write_text('Traceback (most recent call last):\n  File "t.py", line 3, in test_a\nAssertionError\n')
     code = main(["triage", str(script), "--log", str(log)])
-    out = capsys.readouterr().out
+    captured = capsys.readouterr()
     assert code == 0
-    assert "not valid UTF-8" in out
-    assert "BLOCK 1" in out
+    assert "not valid UTF-8" in captured.err
+    assert "BLOCK 1" in captured.out
 
 
 @pytest.mark.parametrize(
