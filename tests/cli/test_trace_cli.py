@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from app.analysis.model import VARIANTS
 from tests.conftest import RUNNING, benchmark_cases
 
@@ -82,6 +84,7 @@ def test_trace_text_report_shows_each_line_with_its_rule():
     assert "gap: bounds disagree" in proc.stdout  # line 3 is doubtful under T1
 
 
+@pytest.mark.slow
 def test_every_real_case_traces_without_error(tmp_path: Path):
     for case_path in benchmark_cases():
         case = json.loads(case_path.read_text())
@@ -98,6 +101,7 @@ def test_every_real_case_traces_without_error(tmp_path: Path):
         assert json.loads(proc.stdout)["error_message"]
 
 
+@pytest.mark.slow
 def test_bad_input_gives_one_line_errors_or_warnings(tmp_path: Path):
     missing = run("trace", str(tmp_path / "nope.py"), "--log", str(RUNNING / "failure.log"))
     assert (

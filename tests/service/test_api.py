@@ -320,6 +320,7 @@ def test_openapi_documents_bodies_with_the_running_example(api: httpx.Client) ->
     assert api.get("/docs").status_code == 200
 
 
+@pytest.mark.slow
 def test_api_keys_guard_every_route_but_healthz(tmp_path: Path) -> None:
     srv = Server(
         f"sqlite:///{tmp_path / 'keys.db'}", tmp_path, env={"TCFL_SERVICE_API_KEYS": "alpha, beta"}
@@ -356,6 +357,7 @@ def _metric(text: str, name: str, **labels: str) -> float:
     return 0.0
 
 
+@pytest.mark.slow
 def test_model_server_health_tokens_and_fallbacks_are_reported(tmp_path: Path) -> None:
     with standin(0.0) as model:
         srv = Server(f"sqlite:///{tmp_path / 'm.db'}", tmp_path, env={"TCFL_MODEL_URL": model.url}).start()
@@ -389,6 +391,7 @@ def test_model_server_health_tokens_and_fallbacks_are_reported(tmp_path: Path) -
     assert _metric(metrics, "tcfl_model_errors_total") == 1
 
 
+@pytest.mark.slow
 def test_logs_are_json_lines_carrying_the_request_id(tmp_path: Path) -> None:
     srv = Server(f"sqlite:///{tmp_path / 'l.db'}", tmp_path, log_level="info").start()
     try:

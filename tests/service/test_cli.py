@@ -15,6 +15,8 @@ from sqlalchemy.orm import Session
 from app.service.store import ResultRow
 from tests.service.helpers import EXAMPLE, clean_env, example_body, jsonl, standin, tcfl_command, wait_for
 
+pytestmark = pytest.mark.slow  # each test starts tcfl batch/serve processes
+
 
 def _benchmark_dir(root: Path, count: int) -> Path:
     """Benchmark-format case files (DESIGN §3) built from the running example."""
