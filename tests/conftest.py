@@ -30,6 +30,14 @@ def load_case(path: Path) -> tuple[list[Script], str, dict]:
     return scripts, case["failure_log"], case
 
 
+@pytest.fixture(autouse=True)
+def user_data_home(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Commands that store results use the per-user data folder: never the real one in tests."""
+    home = tmp_path_factory.mktemp("data-home")
+    monkeypatch.setenv("XDG_DATA_HOME", str(home))
+    return home
+
+
 @pytest.fixture
 def golden() -> tuple[list[Script], str, dict]:
     return running_example()

@@ -37,6 +37,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--model-url", help="OpenAI-compatible base URL ending in /v1 (overrides TCFL_MODEL_URL)"
     )
     parser.add_argument("--worker-id", help="lease owner name (default HOST:batch:INPUT-HASH)")
+    parser.add_argument(
+        "--db", metavar="URL", help="database holding the queue and results (default: TCFL_DATABASE_URL)"
+    )
     parser.set_defaults(func=run)
 
 
@@ -96,6 +99,8 @@ def _settings(args: argparse.Namespace) -> Settings:
         raise UsageError(f"invalid TCFL_ setting {first['loc']}: {first['msg']}") from None
     if args.model_url:
         settings = settings.model_copy(update={"model_url": args.model_url})
+    if args.db:
+        settings = settings.model_copy(update={"database_url": args.db})
     return settings
 
 

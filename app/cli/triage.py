@@ -64,7 +64,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--no-store",
         action="store_true",
-        help="do not record the result in the database (TCFL_DATABASE_URL, default ./tcfl.db)",
+        help="do not record the result in the database",
+    )
+    p.add_argument(
+        "--db",
+        metavar="URL",
+        help="database to record the result in (default: TCFL_DATABASE_URL, else tcfl.db in the "
+        "per-user data folder)",
     )
     p.add_argument(
         "--log-format",
@@ -84,6 +90,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(
             f"invalid TCFL_* setting: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}"
         ) from exc
+    if args.db:
+        settings = settings.model_copy(update={"database_url": args.db})
     check_log_format(args.log_format)
     if not args.log_format:
         check_log_format(settings.log_format, "TCFL_LOG_FORMAT")

@@ -32,7 +32,6 @@ def clean_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         "TCFL_LOG_FORMAT",
     ):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data-home"))
     monkeypatch.chdir(tmp_path)
     get_settings.cache_clear()
     yield
@@ -302,3 +301,49 @@ def test_explicit_llm_ranker_falling_back_answers_and_says_so_once_on_stderr(
     captured = capsys.readouterr()
     assert json.loads(captured.out)["ranker"] == "heuristic"
     assert captured.err.count("model unavailable") == 1
+
+
+# -- where results are stored; serve ---------------------------------------------------------------
+
+
+def test_db_flag_records_the_result_where_asked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from app.service.store import Store
+
+    url = f"sqlite:///{tmp_path / 'chosen' / 'results.db'}"
+    args = ["triage", SCRIPT, "--log", LOG, "--log-function", "Log.log", "--db", url, "--json"]
+    assert main(args) == 0
+    saved = json.loads(capsys.readouterr().out)["id"]
+    store = Store.open(url)
+    try:
+        assert store.get_triage(saved)["status"] == "done"
+    finally:
+        store.close()
+
+
+def test_the_default_database_is_per_user_not_the_working_folder(
+    tmp_path: Path, user_data_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["triage", SCRIPT, "--log", LOG, "--log-function", "Log.log"]) == 0
+    assert (user_data_home / "tcfl" / "tcfl.db").is_file()
+    assert list(tmp_path.glob("*.db")) == []
+
+
+def test_serve_on_a_busy_port_is_a_usage_error_before_anything_is_created(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        database = tmp_path / "serve.db"
+        proc = subprocess.run(
+            [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--db", f"sqlite:///{database}"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=tmp_path,
+        )
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(f"tcfl: error: cannot listen on 127.0.0.1:{port}: ")
+    assert proc.stderr.count("\n") == 1  # one line: no start-up log, no traceback
+    assert not database.exists()

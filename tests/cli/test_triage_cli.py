@@ -154,7 +154,7 @@ def test_a_bad_setting_in_the_environment_is_a_usage_error(
 
 
 def test_results_are_recorded_in_the_embedded_database(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], user_data_home: Path
 ) -> None:
     from app.service.store import Store
 
@@ -163,8 +163,10 @@ def test_results_are_recorded_in_the_embedded_database(
     )
     assert code == 0
     out = capsys.readouterr().out
-    assert "Saved as triage 1 in sqlite:///./tcfl.db" in out
-    store = Store.open(f"sqlite:///{tmp_path / 'tcfl.db'}")
+    database = user_data_home / "tcfl" / "tcfl.db"
+    assert f"Saved as triage 1 in sqlite:///{database}" in out
+    assert not (tmp_path / "tcfl.db").exists()  # never the working folder
+    store = Store.open(f"sqlite:///{database}")
     try:
         stored = store.get_triage(1)
     finally:
@@ -173,7 +175,10 @@ def test_results_are_recorded_in_the_embedded_database(
     assert stored["ranking"][0]["id"] == "BLOCK 6" and stored["test_id"] == "golden"
 
 
-def test_no_store_leaves_no_database(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_no_store_leaves_no_database(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], user_data_home: Path
+) -> None:
     assert main(["triage", SCRIPT, "--log", LOG, "--log-function", "Log.log", "--no-store", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["id"] is None
     assert not (tmp_path / "tcfl.db").exists()
+    assert not (user_data_home / "tcfl").exists()
