@@ -11,7 +11,7 @@ from app.analysis.estimate import EstimateOptions
 from app.analysis.model import TRACE_ALIASES, VARIANTS, Analysis, Loc, State, resolve_variant
 from app.analysis.pipeline import analyze
 from app.cli import UsageError
-from app.cli.io import check_log_format, read_log, read_scripts
+from app.cli.io import check_log_format, printable, read_log, read_scripts
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -104,13 +104,12 @@ def trace_report(analysis: Analysis, extra_warnings: list[str] | None = None) ->
             loc = Loc(sf.path, ln)
             row: dict[str, Any] = {"path": sf.path, "line": ln, "code": sf.lines[ln - 1]}
             for name in ("T1_dbt_exe", "T2", "tplus"):
-                ev = analysis.traces[name].evidence.get(loc)
-                kept = loc in analysis.traces[name].kept
+                state, rule, why = line_state(analysis, name, loc)
                 row[name] = {
-                    "state": (ev.state.value if ev else ("executed" if kept else "not_executed")),
-                    "kept": kept,
-                    "rule": ev.rule if ev else "",
-                    "why": ev.detail if ev else "",
+                    "state": state.value,
+                    "kept": loc in analysis.traces[name].kept,
+                    "rule": rule,
+                    "why": why,
                 }
             lines.append(row)
     return {
@@ -183,6 +182,24 @@ def _sid_state(analysis: Analysis, sid: int | None) -> str:
 
 
 _MARK = {True: "+", False: " "}
+_WORD = {State.EXE: "executed", State.NEXE: "not executed", State.DBT: "doubtful"}
+
+
+def line_state(analysis: Analysis, variant: str, loc: Loc) -> tuple[State, str, str]:
+    """A line's state in one variant, its rule and why: executed / not executed only on evidence.
+
+    A line the estimate kept or pruned without a recorded reason, or with the "no-evidence" rule, is
+    doubtful, and says why; an unknown state (several statements matched one message) is doubtful too.
+    """
+    trace = analysis.traces[variant]
+    ev = trace.evidence.get(loc)
+    kept = loc in trace.kept
+    if ev is None:
+        verb = "kept" if kept else "pruned"
+        return State.DBT, "no-evidence", f"{verb} by {variant} without direct evidence"
+    # "no-evidence" records say why a line was kept or dropped wholesale, which proves nothing
+    state = ev.state if ev.state in _WORD and ev.rule != "no-evidence" else State.DBT
+    return state, ev.rule, ev.detail
 
 
 def format_trace(analysis: Analysis, variant: str, extra_warnings: list[str]) -> str:
@@ -195,25 +212,26 @@ def format_trace(analysis: Analysis, variant: str, extra_warnings: list[str]) ->
         label = f"{name} ({alias})" if alias else name
         out.append(f"  {label:<28} {len(t.kept):>6} / {t.total:<6} {t.pruning_rate:6.1%}")
     out.append("")
-    out.append(f"Error message: {analysis.log.error_message or '(none found)'}")
+    out.append(f"Error message: {printable(analysis.log.error_message) or '(none found)'}")
     out.append(f"Log format: {analysis.log.format}; messages: {len(analysis.log.messages)}")
     out.append("")
     trace = analysis.traces[variant]
-    out.append(f"Per line, variant {variant}: + kept, state, rule: why")
-    state_word = {State.EXE: "exe ", State.NEXE: "nexe", State.DBT: "dbt ", State.UNKNOWN: "?   "}
+    out.append(f"Per line, variant {variant}: + kept, state (executed / not executed / doubtful), rule: why")
+    counts = dict.fromkeys(_WORD.values(), 0)
     for sf in analysis.program.files:
         out.append(f"== {sf.path}")
         width = len(str(len(sf.lines)))
         for ln in sorted(sf.code_lines):
             loc = Loc(sf.path, ln)
-            ev = trace.evidence.get(loc)
-            kept = loc in trace.kept
-            state = state_word[ev.state] if ev else ("exe " if kept else "nexe")
-            why = f"{ev.rule}: {ev.detail}" if ev else ""
+            state, rule, detail = line_state(analysis, variant, loc)
+            counts[_WORD[state]] += 1
+            why = f"{rule}: {printable(detail)}" if detail else rule
             code = sf.lines[ln - 1]
             if len(code) > 70:
                 code = code[:67] + "..."
-            out.append(f"{_MARK[kept]}{ln:>{width}} {state} {code:<70}  {why}")
+            out.append(f"{_MARK[loc in trace.kept]}{ln:>{width}} {_WORD[state]:<12} {code:<70}  {why}")
+    out.append("")
+    out.append("Lines: " + ", ".join(f"{n} {word}" for word, n in counts.items()))
     warnings = [*analysis.warnings, *extra_warnings]
     if warnings:
         out.append("")

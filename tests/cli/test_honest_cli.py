@@ -347,3 +347,51 @@ def test_serve_on_a_busy_port_is_a_usage_error_before_anything_is_created(tmp_pa
     assert proc.stderr.startswith(f"tcfl: error: cannot listen on 127.0.0.1:{port}: ")
     assert proc.stderr.count("\n") == 1  # one line: no start-up log, no traceback
     assert not database.exists()
+
+
+# -- tcfl trace: three states, each with its reason ------------------------------------------------
+
+
+def _trace_lines(out: str) -> dict[int, str]:
+    rows = {}
+    for line in out.splitlines():
+        head = line[:4].strip(" +")
+        if head.isdigit():
+            rows[int(head)] = line
+    return rows
+
+
+def test_trace_text_shows_three_states_and_never_claims_a_line_ran_without_evidence(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["trace", SCRIPT, "--log", LOG, "--log-function", "Log.log", "--trace", "T2"]) == 0
+    out = capsys.readouterr().out
+    rows = _trace_lines(out)
+    # test_2 has no known statement: T2 keeps it whole, which proves nothing about line 6
+    assert " doubtful " in rows[6] and "no-evidence: " in rows[6]
+    assert " executed " in rows[17] and "cfg-path: " in rows[17]
+    for row in rows.values():
+        word = row[4:17].strip()
+        assert word in ("executed", "not executed", "doubtful"), row
+        assert row.rstrip().split("  ")[-1].strip(), f"no reason: {row}"
+    assert "Lines: 20 executed, 0 not executed, 1 doubtful" in out
+
+
+def test_trace_json_lines_use_the_same_three_states(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["trace", SCRIPT, "--log", LOG, "--log-function", "Log.log", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    line6 = next(row for row in report["lines"] if row["line"] == 6)
+    assert line6["T2"]["state"] == "doubtful" and line6["T2"]["rule"] == "no-evidence"
+    states = {row[name]["state"] for row in report["lines"] for name in ("T1_dbt_exe", "T2", "tplus")}
+    assert states <= {"executed", "not_executed", "doubtful"}
+
+
+def test_a_line_the_estimate_keeps_without_any_record_is_doubtful(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # nothing in the log at all: no variant can know anything about these lines
+    (tmp_path / "test_quiet.py").write_text("def test_a():\n    x = 1\n    y = x + 1\n")
+    (tmp_path / "empty.log").write_text("run started\n")
+    assert main(["trace", "test_quiet.py", "--log", "empty.log", "--trace", "t0"]) == 0
+    rows = _trace_lines(capsys.readouterr().out)
+    assert all(" doubtful " in rows[n] and "kept by T0 without direct evidence" in rows[n] for n in (2, 3))
