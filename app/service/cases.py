@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from app.analysis.logstatements import compile_patterns
 from app.analysis.model import Script, resolve_variant
 from app.localize.result import TriageOptions
 from app.service.schemas import BatchRequest, TriageRequest
@@ -68,6 +69,7 @@ def to_case(request: TriageRequest, settings: Settings, *, where: str = "") -> C
             "log_format": request.log_format or settings.log_format,
         }
         triage_options(options).validated()
+        compile_patterns(options["log_functions"])  # a bad pattern is a 422 before anything is stored
     except ValueError as exc:
         raise InvalidInput(f"{where}{exc}") from None
     if options["ranker"] == "llm" and not settings.model_url:

@@ -265,6 +265,14 @@ def test_bad_input_never_loses_what_is_stored(api: httpx.Client) -> None:
     assert api.get(f"/v1/triage/{kept['id']}").json() == kept
 
 
+def test_a_bad_log_function_is_422_and_stores_nothing(api: httpx.Client) -> None:
+    label = _label()
+    response = api.post("/v1/triage", json=example_body(test_id=label, log_functions=["Log..log"]))
+    assert response.status_code == 422
+    assert "invalid log function pattern 'Log..log'" in response.json()["detail"]
+    assert api.get("/v1/triage", params={"test_id": label}).json()["items"] == []
+
+
 def test_request_ids_are_echoed_or_made(api: httpx.Client) -> None:
     assert (
         api.get("/healthz", headers={"X-Request-ID": "ci-job-42.7"}).headers["X-Request-ID"] == "ci-job-42.7"
