@@ -395,3 +395,48 @@ def test_a_line_the_estimate_keeps_without_any_record_is_doubtful(
     assert main(["trace", "test_quiet.py", "--log", "empty.log", "--trace", "t0"]) == 0
     rows = _trace_lines(capsys.readouterr().out)
     assert all(" doubtful " in rows[n] and "kept by T0 without direct evidence" in rows[n] for n in (2, 3))
+
+
+# -- progress bars on a terminal -------------------------------------------------------------------
+
+
+def on_a_terminal(args: list[str], cwd: Path) -> tuple[int, str]:
+    """Run the real command with stderr on a pseudo-terminal; its exit status and what it drew."""
+    import os
+    import pty
+
+    leader, follower = pty.openpty()
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "120"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", *args], stderr=follower, stdout=subprocess.DEVNULL, cwd=cwd, env=env
+    )
+    os.close(follower)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:  # the terminal closed: the command is gone
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(leader)
+    return proc.wait(timeout=300), seen.decode(errors="replace")
+
+
+def test_eval_draws_a_progress_bar_on_a_terminal_and_plain_lines_elsewhere(tmp_path: Path) -> None:
+    from tests.conftest import benchmark_cases
+
+    cases = tmp_path / "cases"
+    cases.mkdir()
+    for path in benchmark_cases()[:2]:
+        (cases / path.name).write_bytes(path.read_bytes())
+    args = ["eval", str(cases), "--no-localize", "--repetitions", "1", "--json"]
+    code, drawn = on_a_terminal(args, tmp_path)
+    assert code == 0
+    assert "eval" in drawn and "2/2" in drawn and "(0 failed)" in drawn and "\x1b[" in drawn
+    piped = subprocess.run(
+        [sys.executable, "-m", "app.cli", *args], capture_output=True, text=True, timeout=300, cwd=tmp_path
+    )
+    assert piped.returncode == 0
+    assert piped.stderr.splitlines()[-1].startswith("[2/2] ") and "\x1b[" not in piped.stderr
