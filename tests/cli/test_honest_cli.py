@@ -440,3 +440,36 @@ def test_eval_draws_a_progress_bar_on_a_terminal_and_plain_lines_elsewhere(tmp_p
     )
     assert piped.returncode == 0
     assert piped.stderr.splitlines()[-1].startswith("[2/2] ") and "\x1b[" not in piped.stderr
+
+
+def test_serve_logs_text_on_a_terminal(tmp_path: Path) -> None:
+    import os
+    import pty
+    import select
+    import signal
+    import socket
+    import time
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    leader, follower = pty.openpty()
+    args = ["serve", "--port", str(port), "--db", f"sqlite:///{tmp_path / 's.db'}", "--workers-off"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", *args], stderr=follower, stdout=subprocess.DEVNULL, cwd=tmp_path
+    )
+    os.close(follower)
+    seen = ""
+    deadline = time.monotonic() + 90
+    try:
+        while "startup complete" not in seen.lower() and time.monotonic() < deadline:
+            if select.select([leader], [], [], 1.0)[0]:
+                seen += os.read(leader, 4096).decode(errors="replace")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+        os.close(leader)
+    lines = [line for line in seen.splitlines() if line.strip()]
+    assert lines, "serve logged nothing"
+    assert not any(line.lstrip().startswith("{") for line in lines), lines
+    assert any(" INFO " in line for line in lines)
