@@ -29,3 +29,18 @@ def test_all_variants_match_the_snapshot(name: str, scripts, log: str, functions
     analysis = analyze(scripts, log, log_functions=functions)
     got = {variant: digest(trace.kept) for variant, trace in analysis.traces.items()}
     assert got == RECORDED[name]
+
+
+@pytest.mark.parametrize(
+    ("index", "name", "scripts", "log", "functions"),
+    [(i, *case) for i, case in enumerate(CASES)],
+    ids=[c[0] for c in CASES],
+)
+def test_one_asked_variant_matches_the_snapshot(
+    index: int, name: str, scripts, log: str, functions: tuple[str, ...]
+) -> None:
+    """Triage asks for one variant (and no explanations): it must get the same set all-at-once gives."""
+    variant = VARIANTS[index % len(VARIANTS)]  # every variant over many cases, one analysis per case
+    analysis = analyze(scripts, log, log_functions=functions, variants=(variant,), explain=False)
+    assert set(analysis.traces) == {variant}
+    assert digest(analysis.traces[variant].kept) == RECORDED[name][variant]
