@@ -6,7 +6,7 @@ import argparse
 import asyncio
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -14,14 +14,15 @@ from app.analysis.model import Script
 from app.analysis.render import LEVELS
 from app.cli import UsageError
 from app.cli.io import read_log, read_scripts
-from app.localize.llm import ModelClient
 from app.localize.prompts import OUTPUT_FORMATS
 from app.localize.result import TriageResult
 from app.options import TriageOptions, resolve_options
 from app.rankers import AUTO, ranker_names
-from app.service.store import Case, Store, safe_url
 from app.settings import Settings, get_settings
 from app.triage import triage
+
+if TYPE_CHECKING:
+    from app.localize.llm import ModelClient
 
 CODE_PREVIEW_LINES = 4
 
@@ -102,11 +103,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.model:
             settings = settings.model_copy(update={"model": args.model})
-        client = (
-            None
-            if options.ranker == "heuristic"
-            else ModelClient.from_settings(settings, model_url=args.model_url)
-        )
+        client = _client(settings, options, args.model_url)
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
     if options.ranker == "llm" and client is None:
@@ -131,11 +128,22 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(format_result(result, result_warnings))
         if saved is not None:
+            from app.service.store import safe_url
+
             sys.stdout.write(
                 f"\nSaved as triage {saved} in {safe_url(settings.database_url)}"
                 f" (see it with `tcfl serve`: /triage/{saved})\n"
             )
     return 0
+
+
+def _client(settings: Settings, options: TriageOptions, model_url: str | None) -> ModelClient | None:
+    """A model client when the ranker may use one and a server is configured (httpx loads only then)."""
+    if options.ranker == "heuristic" or not (model_url or settings.model_url or "").strip():
+        return None
+    from app.localize.llm import ModelClient
+
+    return ModelClient.from_settings(settings, model_url=model_url)
 
 
 def _store(
@@ -148,6 +156,8 @@ def _store(
     warnings: list[str],
 ) -> int | None:
     """Record the triage like the API does; a database problem is a warning, never a lost result."""
+    from app.service.store import Case, Store, safe_url
+
     case = Case(scripts=tuple(scripts), log=log, options=options.to_dict(), test_id=test_id)
     try:
         store = Store.open(settings.database_url)
