@@ -407,3 +407,23 @@ def _features(groups: Sequence[_Group], outcomes: Sequence[CaseOutcome]) -> dict
         "grouping_pairwise_f1": round(groups_f1, 4),
         "grouping_failures": len(predicted),
     }
+
+
+def render_history_table(report: Mapping[str, Any]) -> str:
+    """Block Hit@1 and line Hit@3 per ranker and history length, with the fused-minus-static CI."""
+    history = report["history"]
+    rankers = list(next(iter(history.values())))
+    lines = [
+        f"history corpus: {report['cases']} cases, calibration {report['history_split']['calibration']},"
+        f" test {report['history_split']['test']}",
+        "N     " + "".join(f"{r:>15}" for r in rankers) + "   fused-static block Hit@1 (95% CI)",
+    ]
+    for n, per in history.items():
+        cells = "".join(
+            f"{per[r]['block']['1']['hit']:>7.2f}/{per[r]['line']['3']['hit']:<7.2f}" for r in rankers
+        )
+        lo, hi = report["history_ci"][n]["fused"]["block"]["1"]["hit_minus_static"]
+        lines.append(f"{n:<6}{cells}   [{lo:+.2f}, {hi:+.2f}]")
+    lines.append("cells: block Hit@1 / line Hit@3")
+    lines.append("features: " + json.dumps(report["history_features"]))
+    return "\n".join(lines)
