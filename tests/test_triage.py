@@ -31,6 +31,7 @@ RESULT_KEYS = {
     "prompt",
     "warnings",
     "evidence_found",
+    "options",
 }
 ITEM_KEYS = {"rank", "id", "path", "start_line", "end_line", "code", "score", "reason"}
 
