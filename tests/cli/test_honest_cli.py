@@ -19,7 +19,6 @@ from tests.conftest import RUNNING
 
 SCRIPT = str(RUNNING / "test_example.py")
 LOG = str(RUNNING / "failure.log")
-HEAVY = ("sqlalchemy", "alembic", "fastapi", "uvicorn", "httpx", "starlette")
 
 
 @pytest.fixture(autouse=True)
@@ -42,27 +41,6 @@ def child(*code: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-c", "\n".join(code)], capture_output=True, text=True, timeout=120
     )
-
-
-def test_version_answers_without_loading_the_database_or_http_stacks() -> None:
-    proc = child(
-        "import sys",
-        "from app.cli import main",
-        "try:\n    code = main(['--version'])\nexcept SystemExit as stop:\n    code = stop.code",
-        f"loaded = sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r}))",
-        "print('exit', code, 'loaded', loaded)",
-    )
-    assert proc.returncode == 0, proc.stderr
-    first, last = proc.stdout.splitlines()[0], proc.stdout.splitlines()[-1]
-    assert first.startswith("tcfl ") and first.split()[1][0].isdigit()
-    assert last == "exit 0 loaded []"
-
-
-def test_version_is_also_in_the_parser(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as stop:
-        main(["triage", "--help"])
-    assert stop.value.code == 0
-    assert "DESIGN" not in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("command", ["triage", "trace", "eval", "batch", "serve"])
