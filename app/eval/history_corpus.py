@@ -69,7 +69,7 @@ class HistoryOptions:
     rounds: tuple[int, int, int] = (16, 16, 8)  # CI rounds at V0, V0', V1
     gated_share: float = 0.3
     timeout_s: float = 20.0
-    max_seconds: float = 540.0  # stop starting new files after this long (small: under 10 minutes)
+    max_seconds: float = 560.0  # stop starting new files after this long (small: under 10 minutes)
 
     @classmethod
     def for_size(cls, size: str, seed: int = 0) -> HistoryOptions:
@@ -438,11 +438,15 @@ def _group(
                 r = clean[test]
                 if noise and r.outcome == "pass" and rng.random() < noise:
                     if env not in noisy_runs:  # one noisy execution per version and env, every test hit
+                        # spots drawn per file, version and env: groups of one file share the execution
+                        spot_rng = random.Random(
+                            f"{options.seed}:{relpath}:{label}:{env}:{source.count(chr(10))}"
+                        )
                         spots = {}
                         for t in tests:
                             body = sorted(_body_lines(versions[label], t) & set(clean[t].executed))
                             if body:
-                                spots[t] = rng.choice(body)
+                                spots[t] = spot_rng.choice(body)
                         noisy_runs[env] = executor.run(relpath, source, tests, env, spots) if spots else {}
                     hit = noisy_runs[env].get(test)
                     if hit is not None and hit.noise:
