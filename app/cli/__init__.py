@@ -6,7 +6,7 @@ import argparse
 import importlib
 import sys
 
-SUBCOMMANDS = ("trace", "triage", "eval", "corpus", "batch", "serve", "bench")
+SUBCOMMANDS = ("trace", "triage", "eval", "corpus", "batch", "serve", "bench", "ingest", "history")
 
 
 def build_parser() -> argparse.ArgumentParser:
