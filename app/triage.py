@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from app.analysis.model import Analysis, Loc, Script
 from app.analysis.pipeline import analyze
 from app.analysis.render import Element, RenderedCode, render
+from app.localize.evidence import Evidence
 from app.localize.heuristic import rank_heuristic
 from app.localize.llm import Completion, ModelClient, ModelError, ModelUnavailable
 from app.localize.prompts import build_messages, parse_answer
@@ -74,7 +75,9 @@ async def triage(
         warnings.append("line_to_block applies to block-level triage only; ignored")
     if opts.two_phase and opts.level == "function":
         warnings.append("two_phase ranks functions first; at function level it is a single phase")
-    heuristic = rank_heuristic(analysis, rendered, 2 * opts.k)  # enough to fill in after k model items
+    # enough to fill in after k model items
+    heuristic = rank_heuristic(analysis, rendered, 2 * opts.k, disabled=opts.disabled_channels)
+    evidence_found = any(s.has_evidence for s in heuristic)
     use_model = opts.ranker == "llm" or (opts.ranker == "auto" and client is not None)
     fallback: str | None = None
     run = _ModelRun()
@@ -113,9 +116,23 @@ async def triage(
         if len(items) >= opts.k:
             break
         if scored.element.id not in taken:
-            items.append(_item(len(items) + 1, scored.element, scored.score, fill_note + scored.reason))
+            items.append(
+                _item(
+                    len(items) + 1,
+                    scored.element,
+                    scored.score,
+                    fill_note + scored.reason,
+                    scored.evidence,
+                    filled=ranker == "llm",
+                )
+            )
             taken.add(scored.element.id)
 
+    if ranker == "heuristic" and items and not evidence_found:
+        warnings.append(
+            "no evidence in the failure points at any element (no frame, check, value or quoted text): "
+            "the ranking is a guess from the code's structure"
+        )
     trace = analysis.traces[opts.trace]
     return TriageResult(
         error_message=analysis.log.error_message,
@@ -137,6 +154,7 @@ async def triage(
         prompt_chars=sum(len(m["content"]) for m in messages),
         prompt_lines=sum(m["content"].count("\n") + 1 for m in messages),
         warnings=tuple(dict.fromkeys(warnings)),
+        evidence_found=evidence_found or ranker == "llm",
     )
 
 
@@ -166,7 +184,9 @@ async def _two_phase(
     messages = build_messages(functions, analysis.log.error_message, top_k, output_format=opts.output_format)
     top = await _ask(client, messages, functions, replace(opts, k=top_k), run)
     if not top:
-        top = tuple(s.element for s in rank_heuristic(analysis, functions, top_k))
+        top = tuple(
+            s.element for s in rank_heuristic(analysis, functions, top_k, disabled=opts.disabled_channels)
+        )
         run.warnings += ("phase 1 gave no valid function; the heuristic chose the functions",)
     lines = frozenset(Loc(e.path, line) for e in top for line in e.lines)
     trace = analysis.traces[opts.trace]
@@ -182,7 +202,15 @@ async def _two_phase(
     return tuple(by_id.get(e.id, e) for e in chosen)
 
 
-def _item(rank: int, element: Element, score: float | None, reason: str) -> RankedItem:
+def _item(
+    rank: int,
+    element: Element,
+    score: float | None,
+    reason: str,
+    evidence: tuple[Evidence, ...] = (),
+    *,
+    filled: bool = False,
+) -> RankedItem:
     return RankedItem(
         rank=rank,
         id=element.id,
@@ -192,4 +220,6 @@ def _item(rank: int, element: Element, score: float | None, reason: str) -> Rank
         code=element.code,
         score=score,
         reason=reason,
+        evidence=evidence,
+        filled=filled,
     )

@@ -8,6 +8,7 @@ from typing import Any
 from app.analysis.logparse import check_prefix_format
 from app.analysis.model import resolve_variant
 from app.analysis.render import LEVELS
+from app.localize.evidence import SWITCHES, Evidence
 from app.localize.prompts import OUTPUT_FORMATS
 from app.localize.repair import PostprocessCounts
 
@@ -27,6 +28,7 @@ class TriageOptions:
     log_format: str | None = (
         None  # log prefix format: a known name or a regex with (?P<msg>...); None = detect
     )
+    disabled_channels: frozenset[str] = frozenset()  # evidence channels switched off (ablation)
 
     def validated(self) -> TriageOptions:
         """A copy with the trace name made canonical; ``ValueError`` naming the bad option otherwise."""
@@ -44,7 +46,19 @@ class TriageOptions:
             raise ValueError("log_functions must be a list of patterns, not a single string")
         if self.log_format:
             check_prefix_format(self.log_format)
-        return replace(self, trace=resolve_variant(self.trace), log_functions=tuple(self.log_functions))
+        if isinstance(self.disabled_channels, str):
+            raise ValueError("disabled_channels must be a set of channel names, not a single string")
+        unknown = sorted(set(self.disabled_channels) - SWITCHES)
+        if unknown:
+            raise ValueError(
+                f"unknown channel(s) {', '.join(unknown)}; choose from {', '.join(sorted(SWITCHES))}"
+            )
+        return replace(
+            self,
+            trace=resolve_variant(self.trace),
+            log_functions=tuple(self.log_functions),
+            disabled_channels=frozenset(self.disabled_channels),
+        )
 
 
 @dataclass(frozen=True)
@@ -57,6 +71,8 @@ class RankedItem:
     code: str
     score: float | None  # heuristic score; None for the model's own items
     reason: str
+    evidence: tuple[Evidence, ...] = ()  # why, strongest first
+    filled: bool = False  # a heuristic item filling in a model answer that came short
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -68,6 +84,7 @@ class RankedItem:
             "code": self.code,
             "score": self.score,
             "reason": self.reason,
+            "evidence": [e.to_dict() for e in self.evidence],
         }
 
 
@@ -94,6 +111,7 @@ class TriageResult:
     warnings: tuple[str, ...] = ()
     id: str | None = None
     status: str = "done"
+    evidence_found: bool = True  # False: nothing in the failure pointed anywhere; the ranking is a guess
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -121,4 +139,5 @@ class TriageResult:
             "postprocess": self.postprocess.to_dict(),
             "prompt": {"chars": self.prompt_chars, "lines": self.prompt_lines},
             "warnings": list(self.warnings),
+            "evidence_found": self.evidence_found,
         }
