@@ -43,7 +43,7 @@ __all__ = [
 
 WEIGHTS: dict[Channel, float] = {
     Channel.TRACEBACK: 4.0,
-    Channel.CHECK: 4.5,
+    Channel.CHECK: 5.0,
     Channel.PSEUDO_ERROR: 3.0,
     Channel.MESSAGE: 3.0,
     Channel.DATA: 2.0,
@@ -109,13 +109,18 @@ def _channel_scores(ctx: Context, rendered: RenderedCode, disabled: frozenset[st
 
 
 def rank_heuristic(
-    analysis: Analysis, rendered: RenderedCode, k: int, *, disabled: Iterable[str] = ()
+    analysis: Analysis,
+    rendered: RenderedCode,
+    k: int,
+    *,
+    disabled: Iterable[str] = (),
+    context: Context | None = None,
 ) -> list[ScoredElement]:
     """The ``k`` most suspicious elements of ``rendered``, best first; ``disabled`` names channels to skip."""
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
     off = frozenset(disabled)
-    ctx = Context.build(analysis, rendered.variant)
+    ctx = context if context is not None else Context.build(analysis, rendered.variant)
     channels = _channel_scores(ctx, rendered, off)
     lexical = (
         normalized_bm25([code_tokens(e.code) for e in rendered.elements], ctx.message)
@@ -171,11 +176,13 @@ def rank_heuristic(
     return [item[2] for item in scored[:k]]
 
 
-def rank_stacktrace(analysis: Analysis, rendered: RenderedCode, k: int) -> list[ScoredElement]:
+def rank_stacktrace(
+    analysis: Analysis, rendered: RenderedCode, k: int, *, context: Context | None = None
+) -> list[ScoredElement]:
     """Stack-trace baseline: innermost script frame first, outer and earlier frames next, then source."""
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
-    ctx = Context.build(analysis, rendered.variant)
+    ctx = context if context is not None else Context.build(analysis, rendered.variant)
     frames: Frames = script_frames(ctx)
     order = {sid: rank for rank, sid in enumerate(frames.ordered)}
     statements = ctx.statements

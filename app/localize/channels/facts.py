@@ -37,6 +37,7 @@ LITERAL_TYPES = frozenset(
         "tuple",
     }
 )
+REGEX_IN_LITERAL = re.compile(r"\w\|\w|\.\*|\\[ds]|^\^|\$$")  # alternation, wildcards, anchors
 FORMAT_HOLE = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(?:\d+|\*)?(?:\.\d+)?[a-zA-Z%]|\{[^{}]*\}|\\[ntr]")
 
 
@@ -338,6 +339,12 @@ class _Walker:
                     shown = _text(operand)[:20]
                     self.facts(node).smells.append(f"`is` compares identity with the literal {shown}")
                     break
+        if operators[:1] in (["in"], ["not"]) and operands and operands[0].type == "string":
+            pattern = literal_value(operands[0]) or ""
+            if REGEX_IN_LITERAL.search(pattern):
+                self.facts(node).smells.append(
+                    f"`in` tests the literal text {_text(operands[0])[:30]}, not a pattern or alternatives"
+                )
         for operand in operands:
             if operand.type == "string" and literal_value(operand) in ("None", "True", "False"):
                 self.facts(node).smells.append(f"compares with the string {_text(operand)}, not the constant")
