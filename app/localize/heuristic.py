@@ -48,7 +48,7 @@ WEIGHTS: dict[Channel, float] = {
     Channel.MESSAGE: 3.0,
     Channel.DATA: 2.0,
     Channel.VALUE: 2.5,
-    Channel.EXCEPTION: 1.5,
+    Channel.EXCEPTION: 2.0,
     Channel.SMELL: 2.0,
     Channel.LEXICAL: 1.0,
     Channel.PROXIMITY: 0.5,

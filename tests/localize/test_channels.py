@@ -265,3 +265,78 @@ def test_deeply_nested_scripts_rank_without_recursion_errors() -> None:
     log = _tb("t.py", [(3, "test_a", "assert x")], "AssertionError")
     ranked = _lines(_analyze(code, log))
     assert ranked[0].element.id == "3"
+
+
+UNBOUND = """def test_a(flag):
+    if flag:
+        name = "x"
+    print("start")
+    use(name)
+"""
+
+
+def test_unbound_local_ranks_the_conditional_definition_above_the_use() -> None:
+    log = _tb(
+        "t.py",
+        [(5, "test_a", "use(name)")],
+        "UnboundLocalError: local variable 'name' referenced before assignment",
+    )
+    ranked = _lines(_analyze(UNBOUND, log))
+    ids = [s.element.id for s in ranked]
+    assert ids.index("3") < ids.index("5")
+    assert "2" in ids[:3]
+
+
+NONE_GUARD = """class T:
+    def run(self):
+        try:
+            if self.remote:
+                self.session = self.connect()
+            self.work()
+        finally:
+            if self.remote:
+                self.session.close()
+"""
+
+
+def test_none_attribute_suspects_the_guard_that_let_none_through() -> None:
+    log = _tb(
+        "t.py",
+        [(9, "run", "self.session.close()")],
+        "AttributeError: 'NoneType' object has no attribute 'close'",
+    )
+    ranked = _lines(_analyze(NONE_GUARD, log))
+    ids = [s.element.id for s in ranked]
+    assert "8" in ids[:2]  # the crash line shares the error's words; the guard stays beside it
+    assert "5" in ids[:4]
+
+
+def test_a_frame_with_a_stale_line_number_is_realigned_by_its_text() -> None:
+    code = "def test_a(env):\n    vm = env.get_vm('main')\n    # a comment added later\n    vm.create()\n"
+    log = _tb("t.py", [(2, "test_a", "vm.create()")], "RuntimeError: boom")
+    ranked = _lines(_analyze(code, log))
+    assert ranked[0].element.id == "4"
+
+
+FIXTURE = """import pytest
+
+
+@pytest.fixture
+def host(request):
+    hosts = request.getfixturevalue("hosts")
+    chosen = hosts[0]
+    yield chosen
+
+
+def test_a(host):
+    value = host.inner.options
+    assert value
+"""
+
+
+def test_a_fixture_parameter_is_followed_into_the_fixture() -> None:
+    log = _tb("t.py", [(12, "test_a", "value = host.inner.options")], "KeyError: 'options'")
+    ranked = _lines(_analyze(FIXTURE, log), k=6)
+    by_id = {s.element.id: s for s in ranked}
+    assert "8" in by_id and "7" in by_id
+    assert any("fixture host()" in e.detail for e in by_id["8"].evidence if e.channel == Channel.DATA)

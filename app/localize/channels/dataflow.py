@@ -39,6 +39,7 @@ CRASH = re.compile(
 )
 CONDITIONS = (StmtKind.IF, StmtKind.ELIF, StmtKind.WHILE)
 
+_YIELD = re.compile(r"^\s*(?:\w+\s*=\s*)?yield\b")
 Credit = Callable[[int, int, str, float], None]  # (sid, hops, detail, factor)
 
 
@@ -175,6 +176,11 @@ def walk(ctx: Context, start: int, names: Iterable[str], credit: Credit, quoted:
                                 queue.append((used, ret, hops + 1))
         params = facts.params.get(use.function, ())
         if not name.startswith("attr:") and name in params:
+            for fid in ctx.by_name.get(name, ()):  # a pytest fixture: the parameter is what it returns
+                for out in _results(ctx, fid):
+                    credit(out, hops + 1, f"fixture {name}() produces `{name}`", 1.0)
+                    for used in facts.uses.get(out, ()):
+                        queue.append((used, out, hops + 1))
             function = ctx.functions[use.function]
             index = params.index(name)
             for site in facts.call_sites.get(function.name, ()):
@@ -189,6 +195,15 @@ def walk(ctx: Context, start: int, names: Iterable[str], credit: Credit, quoted:
                     credit(site, hops + 1, f"passes `{name}` to {function.name}()", 1.0)
                     for used in passed or ():
                         queue.append((used, site, hops + 1))
+
+
+def _results(ctx: Context, fid: str) -> list[int]:
+    """The statements a function hands its value out with: returns and yields."""
+    return [
+        sid
+        for sid in ctx.functions[fid].statements
+        if ctx.statements[sid].kind == StmtKind.RETURN or _YIELD.search(ctx.facts.text.get(sid, ""))
+    ][:8]
 
 
 def _collector(scores: Scores) -> Credit:
@@ -228,7 +243,8 @@ def check_scores(ctx: Context, site: int | None) -> Scores:
             put(scores, sid, Signal(IN_PLACE * DECAY**hops * factor, f"{detail} (checked by the assert)"))
 
         walk(ctx, site, ctx.facts.uses.get(site, ()), weaker, quoted)
-    for guard, value in guards(ctx, site):
+    scale = IN_PLACE if checks_in_place(ctx, site) else 1.0  # an assert's own condition is the check
+    for guard, value in ((g, v * scale) for g, v in guards(ctx, site)):
         line = ctx.statements[guard].start_line
         put(scores, guard, Signal(value, f"condition deciding the failing check (line {line} guards it)"))
 

@@ -85,7 +85,30 @@ def exception_scores(ctx: Context, site: int | None) -> Scores:
                 value = LOCAL if ctx.statements[sid].function == local else ELSEWHERE
                 put(scores, sid, Signal(value, f"{what}, what this kind of error comes from", headline))
     _names(ctx, text, headline, scores)
+    if site is not None and "'NoneType' object" in text:
+        _none_guard(ctx, site, headline, scores)
     return scores
+
+
+def _none_guard(ctx: Context, site: int, headline: str, scores: Scores) -> None:
+    """A value was None at the failing line: the condition that let it through, and where it was bound."""
+    from app.localize.channels.dataflow import definitions, guards
+
+    for guard, value in guards(ctx, site)[:2]:
+        put(
+            scores,
+            guard,
+            Signal(value, "lets the failing line run without testing the value for None", headline),
+        )
+    use = ctx.statements[site]
+    for name in ctx.facts.uses.get(site, ()):
+        for sid in definitions(ctx, name, use)[:4]:
+            if not ctx.facts.imports.get(sid):
+                put(
+                    scores,
+                    sid,
+                    Signal(0.9, f"binds `{name.removeprefix('attr:')}`, None at the failing line", headline),
+                )
 
 
 def _names(ctx: Context, text: str, headline: str, scores: Scores) -> None:
