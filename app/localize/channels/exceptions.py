@@ -140,8 +140,17 @@ def _names(ctx: Context, text: str, headline: str, scores: Scores) -> None:
     if undefined:
         name = next(g for g in undefined.groups() if g)
         for sid, names in facts.defs.items():
-            if name in names:
-                put(scores, sid, Signal(0.9, f"defines `{name}`, which did not reach its use", headline))
+            if name not in names:
+                continue
+            mutation = name in facts.uses.get(sid, ())  # ``x.append(...)``, ``x += 1``: x was bound before
+            put(
+                scores,
+                sid,
+                Signal(0.5 if mutation else 0.9, f"defines `{name}`, which did not reach its use", headline),
+            )
+            guard = ctx.statements[sid].parent
+            if not mutation and guard is not None and ctx.statements[guard].kind in CONDITIONAL:
+                put(scores, guard, Signal(0.9, f"defines `{name}` only under this condition", headline))
         for sid, names in facts.imports.items():
             if names:
                 put(scores, sid, Signal(0.3, f"an import: `{name}` may be missing here", headline))
