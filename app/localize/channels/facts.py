@@ -38,6 +38,7 @@ LITERAL_TYPES = frozenset(
     }
 )
 REGEX_IN_LITERAL = re.compile(r"\w\|\w|\.\*|\\[ds]|^\^|\$$")  # alternation, wildcards, anchors
+SIMPLE_LITERALS = {"none": "None", "true": "True", "false": "False"}
 FORMAT_HOLE = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(?:\d+|\*)?(?:\.\d+)?[a-zA-Z%]|\{[^{}]*\}|\\[ntr]")
 
 
@@ -100,9 +101,18 @@ def distinctive(piece: str) -> bool:
 
 def literal_value(node: Node) -> str | None:
     """The value of a literal node as the log would print it (``str()``), or None if not a literal."""
-    if node.type not in LITERAL_TYPES:
+    kind = node.type
+    if kind not in LITERAL_TYPES:
         return None
+    if kind in SIMPLE_LITERALS:
+        return SIMPLE_LITERALS[kind]
     text = node.text.decode("utf-8", "replace") if node.text else ""
+    if kind == "integer" and text.isdigit():
+        return str(int(text))
+    if kind == "string" and len(text) >= 2 and text[0] in "'\"" and text[-1] == text[0] and "\\" not in text:
+        inner = text[1:-1]
+        if text[0] not in inner:
+            return inner
     if len(text) > MAX_LITERAL_TEXT or any(c.type == "interpolation" for c in node.named_children):
         return None
     try:
@@ -219,19 +229,26 @@ class _Walker:
         self.lines = lines
         self.params = params
         self.def_lines = def_lines
+        self.by_line: dict[int, LineFacts] = {}
         self.stack: list[tuple[Node, str]] = []
 
     def facts(self, node: Node) -> LineFacts:
-        loc = Loc(self.path, node.start_point[0] + 1)
-        if loc not in self.lines:
-            self.lines[loc] = LineFacts()
-        return self.lines[loc]
+        line = node.start_point[0] + 1
+        found = self.by_line.get(line)
+        if found is None:
+            found = self.by_line[line] = self.lines[Loc(self.path, line)] = LineFacts()
+        return found
 
     def walk(self, root: Node) -> None:
+        handlers = {
+            name[1:]: getattr(self, name)
+            for name in dir(type(self))
+            if name.startswith("_") and name[1:2].islower()
+        }
         self.stack = [(root, "use")]
         while self.stack:
             current, role = self.stack.pop()
-            handler = getattr(self, f"_{current.type}", None)
+            handler = handlers.get(current.type)
             if handler is not None:
                 handler(current, role)
             else:
@@ -352,15 +369,15 @@ class _Walker:
 
     def _import_statement(self, node: Node, role: str) -> None:
         for child in node.named_children:
-            self._import_name(child)
+            self.import_name(child)
 
     def _import_from_statement(self, node: Node, role: str) -> None:
         module = node.child_by_field_name("module_name")
         for child in node.named_children:
             if child != module:
-                self._import_name(child)
+                self.import_name(child)
 
-    def _import_name(self, node: Node) -> None:
+    def import_name(self, node: Node) -> None:
         if node.type == "aliased_import":
             alias = node.child_by_field_name("alias")
             target = alias if alias is not None else node
@@ -379,7 +396,7 @@ class _Walker:
             key = (self.path, name_node.start_point[0] + 1, _text(name_node))
             fid = self.def_lines.get(key)
             if fid is not None and parameters is not None:
-                self.params[fid] = tuple(self._parameter_names(parameters))
+                self.params[fid] = tuple(self.parameter_names(parameters))
         if parameters is not None:
             for param in parameters.named_children:
                 default = param.child_by_field_name("value")
@@ -392,7 +409,7 @@ class _Walker:
         for field_name in ("return_type", "body"):
             self.push(node.child_by_field_name(field_name), "use")
 
-    def _parameter_names(self, parameters: Node) -> Iterable[str]:
+    def parameter_names(self, parameters: Node) -> Iterable[str]:
         for param in parameters.named_children:
             target = param.child_by_field_name("name") if param.type != "identifier" else param
             if target is None:
