@@ -60,6 +60,11 @@ COMMENT_FACTOR = 0.25  # line level: a comment line attached to a suspicious sta
 MAX_EVIDENCE = 8  # records kept per element
 
 
+def has_evidence(evidence: Iterable[Evidence]) -> bool:
+    """Some channel other than the weak ones (lexical, proximity, structure) points here."""
+    return any(e.channel not in WEAK for e in evidence)
+
+
 @dataclass(frozen=True)
 class ScoredElement:
     """An element, its score and the evidence behind it (strongest first)."""
@@ -72,7 +77,7 @@ class ScoredElement:
     @property
     def has_evidence(self) -> bool:
         """Some channel other than the weak ones points at this element."""
-        return any(e.channel not in WEAK for e in self.evidence)
+        return has_evidence(self.evidence)
 
 
 def _channel_scores(ctx: Context, rendered: RenderedCode, disabled: frozenset[str]) -> dict[Channel, Scores]:

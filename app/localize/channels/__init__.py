@@ -49,7 +49,7 @@ class Context:
             by_name.setdefault(function.name, []).append(function.fid)
         return cls(
             analysis=analysis,
-            facts=build_facts(program),
+            facts=build_facts(program, analysis.trees),
             sid_of_line=sid_of_line(program),
             kept=analysis.traces[variant].kept,
             functions={f.fid: f for f in program.functions},

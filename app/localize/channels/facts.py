@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-import tree_sitter_python
-from tree_sitter import Language, Node, Parser
+from tree_sitter import Node, Parser, Tree
 
 from app.analysis.model import Loc, Program
+from app.analysis.source import language
 
 MIN_LITERAL = 8  # shortest one-word string-literal piece worth looking for in a message
 MAX_LITERAL_TEXT = 200  # longer literals are data, not values a log would echo
@@ -126,7 +126,7 @@ def literal_value(node: Node) -> str | None:
 
 @lru_cache(maxsize=1)
 def parser() -> Parser:
-    return Parser(Language(tree_sitter_python.language()))
+    return Parser(language())
 
 
 def sid_of_line(program: Program) -> dict[Loc, int]:
@@ -137,7 +137,8 @@ def sid_of_line(program: Program) -> dict[Loc, int]:
     return mapping
 
 
-def build_facts(program: Program) -> Facts:
+def build_facts(program: Program, trees: Sequence[Tree] = ()) -> Facts:
+    """Facts of every statement; ``trees`` are the analysis' own parse trees (one per file) if kept."""
     lines: dict[Loc, LineFacts] = {}
     params: dict[str, tuple[str, ...]] = {}
     def_lines = {
@@ -146,8 +147,9 @@ def build_facts(program: Program) -> Facts:
         for line in f.header_lines
         if f.kind != "module"
     }
-    for source in program.files:
-        tree = parser().parse("\n".join(source.lines).encode("utf-8", "replace"))
+    parsed = len(trees) == len(program.files)
+    for index, source in enumerate(program.files):
+        tree = trees[index] if parsed else parser().parse("\n".join(source.lines).encode("utf-8", "replace"))
         _Walker(source.path, lines, params, def_lines).walk(tree.root_node)
     sources = {f.path: f for f in program.files}
     defs: dict[int, frozenset[str]] = {}
