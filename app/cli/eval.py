@@ -17,7 +17,8 @@ from app.eval.masking import MaskingPlan
 from app.eval.runner import CaseResult, EvalOptions, evaluate
 from app.localize.llm import ModelClient
 from app.localize.result import TriageResult
-from app.options import RANKERS, TriageOptions, resolve_options
+from app.options import TriageOptions, resolve_options
+from app.rankers import AUTO, ranker_names
 from app.settings import get_settings
 
 
@@ -36,7 +37,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="trace variant(s) the ranker sees (repeatable or comma-separated; default tplus)",
     )
     parser.add_argument(
-        "--ranker", choices=RANKERS, default="heuristic", help="ranker to evaluate (default heuristic)"
+        "--ranker",
+        choices=(AUTO, *ranker_names()),
+        default="heuristic",
+        help="ranker to evaluate (default heuristic; stacktrace = the stack-trace baseline)",
     )
     parser.add_argument("--model-url", help="OpenAI-compatible base URL for --ranker llm/auto")
     parser.add_argument("--seed", type=int, default=0, help="seed for masking and ablation (default 0)")
@@ -204,7 +208,7 @@ def run(args: argparse.Namespace) -> int:
     if args.ablate:
         return _ablate(args, cases, options)
     client = None
-    if options.localize and args.ranker != "heuristic":
+    if options.localize and args.ranker in (AUTO, "llm"):
         try:
             client = ModelClient.from_settings(get_settings(), model_url=args.model_url)
         except ValueError as exc:

@@ -61,3 +61,11 @@ def test_disabled_channels_are_validated_and_applied() -> None:
     result = _triage(LOG, disabled_channels=frozenset({"check", "traceback"}))
     channels = {e.channel for item in result.ranking for e in item.evidence}  # type: ignore[attr-defined]
     assert Channel.CHECK not in channels and Channel.TRACEBACK not in channels
+
+
+def test_the_stacktrace_baseline_is_a_registered_ranker() -> None:
+    result = _triage(LOG, ranker="stacktrace")
+    assert result.ranker == "stacktrace"  # type: ignore[attr-defined]
+    first = result.ranking[0]  # type: ignore[attr-defined]
+    assert first.start_line <= 7 <= first.end_line
+    assert first.evidence[0].channel == Channel.TRACEBACK
