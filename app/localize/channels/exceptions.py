@@ -25,13 +25,13 @@ CONDITIONAL = frozenset(
     {StmtKind.IF, StmtKind.ELIF, StmtKind.ELSE, StmtKind.EXCEPT, StmtKind.FOR, StmtKind.WHILE}
 )
 
-LOCAL = 1.0  # a statement of the failing function
-ELSEWHERE = 0.5
+LOCAL = 1.0  # a statement of the failing function, at or before the failing line
+ELSEWHERE = 0.4
 _PATH = re.compile(
     r"os\.path\.|\bjoin\(|get_data\(|chdir\(|\bopen\(|exists\(|isfile\(|isdir\(|Path\(|[\"'][\w.-]*/"
 )
 _INDEX = re.compile(r"\w\[-?\d+\]|\blen\(|\[0\]|\.pop\(")
-_KEY = re.compile(r"\w\[[\"'\w]|\bin\b|\.get\(|\.keys\(")
+_KEY = re.compile(r"\w\[[\"'\w]|\bif\b[^\n]*\bin\b|\.get\(|\.keys\(|\.pop\(")
 _NONE = re.compile(r"\bNone\b|\.get\(|\.search\(|\.match\(|get_\w+\(")
 _TIMEOUT = re.compile(r"timeout|wait|retry|retries|sleep|interval|delay|poll", re.IGNORECASE)
 _PARSE = re.compile(r"\.split\(|\bint\(|\bfloat\(|\.strip\(|\.partition\(|re\.\w+\(|\bjson\.loads\(")
@@ -77,12 +77,15 @@ def exception_scores(ctx: Context, site: int | None) -> Scores:
         return scores
     headline = text.strip().splitlines()[0][:200]
     local = ctx.statements[site].function if site is not None else None
+    before = ctx.statements[site].start_line if site is not None else 0
     for applies, code, what in RULES:
         if not applies(text):
             continue
         for sid, body in ctx.facts.text.items():
             if ctx.is_kept(sid) and code.search(body):
-                value = LOCAL if ctx.statements[sid].function == local else ELSEWHERE
+                stmt = ctx.statements[sid]
+                near = stmt.function == local and stmt.start_line <= before  # ran on the way to the failure
+                value = LOCAL if near else ELSEWHERE
                 put(scores, sid, Signal(value, f"{what}, what this kind of error comes from", headline))
     _names(ctx, text, headline, scores)
     if site is not None and "'NoneType' object" in text:
