@@ -180,6 +180,11 @@ def test_smells_are_flagged() -> None:
         ("compares with the string 'None', not the constant",),
         ("`in` tests the literal text 'ppc|arm', not a pattern or alternatives",),
     ]
+    mixed = "def test_b(out):\n    if len(out) == '0':\n        return\n    assert int(out) > 0\n"
+    smells = build_facts(_analyze(mixed, "").program).smells
+    assert [s for s in smells.values() if s] == [
+        ("compares a number with a string: never equal, ordering fails",)
+    ]
 
 
 def test_without_a_script_frame_a_library_frame_names_the_call_site() -> None:
@@ -340,3 +345,24 @@ def test_a_fixture_parameter_is_followed_into_the_fixture() -> None:
     by_id = {s.element.id: s for s in ranked}
     assert "8" in by_id and "7" in by_id
     assert any("fixture host()" in e.detail for e in by_id["8"].evidence if e.channel == Channel.DATA)
+
+
+def test_a_local_variables_dump_with_padding_is_read() -> None:
+    code = 'def test_a(params):\n    vlan = params.get("vlan", "1000")\n    run(vlan)\n    check()\n'
+    log = "vlan       = '1000'\nparams     = {}\nE   AssertionError: no traffic\n"
+    ranked = _lines(_analyze(code, log))
+    line2 = next(s for s in ranked if s.element.id == "2")
+    assert Channel.VALUE in _channels(line2)
+
+
+def test_a_view_that_is_not_subscriptable_points_at_its_producer() -> None:
+    code = (
+        "def test_a(table):\n    names = table.keys()\n    count = 3\n    first = names[0]\n    use(first)\n"
+    )
+    log = _tb(
+        "t.py", [(4, "test_a", "first = names[0]")], "TypeError: 'dict_keys' object is not subscriptable"
+    )
+    ranked = _lines(_analyze(code, log))
+    line2 = next(s for s in ranked if s.element.id == "2")
+    assert Channel.EXCEPTION in _channels(line2)
+    assert "3" not in [s.element.id for s in ranked[:2]]

@@ -35,6 +35,7 @@ _KEY = re.compile(r"\w\[[\"'\w]|\bif\b[^\n]*\bin\b|\.get\(|\.keys\(|\.pop\(")
 _NONE = re.compile(r"\bNone\b|\.get\(|\.search\(|\.match\(|get_\w+\(")
 _TIMEOUT = re.compile(r"timeout|wait|retry|retries|sleep|interval|delay|poll", re.IGNORECASE)
 _PARSE = re.compile(r"\.split\(|\bint\(|\bfloat\(|\.strip\(|\.partition\(|re\.\w+\(|\bjson\.loads\(")
+_VIEW = re.compile(r"\.keys\(|\.values\(|\.items\(|\bmap\(|\bfilter\(|\bzip\(|\brange\(|\breversed\(")
 _ARITH_TYPE = re.compile(r"\s/\s|\bfloat\(|\bstr\(|\bint\(|\.read\(|\.decode\(|\.encode\(")
 
 Rule = tuple[Callable[[str], bool], re.Pattern[str], str]
@@ -49,6 +50,11 @@ RULES: tuple[Rule, ...] = (
     (_has("IndexError", "index out of range"), _INDEX, "indexes a sequence or checks its length"),
     (_has("KeyError"), _KEY, "reads a key or tests membership"),
     (_has("'NoneType' object", "NoneType"), _NONE, "binds a value that can be None"),
+    (
+        _has("is not subscriptable", "object is not an iterator"),
+        _VIEW,
+        "produces a view or iterator, not a list",
+    ),
     (_has("Timeout", "timed out", "timeout", "TimeoutError"), _TIMEOUT, "sets a timeout, wait or retry"),
     (
         _has("invalid literal for", "could not convert", "unpack", "ValueError"),

@@ -38,6 +38,8 @@ LITERAL_TYPES = frozenset(
     }
 )
 REGEX_IN_LITERAL = re.compile(r"\w\|\w|\.\*|\\[ds]|^\^|\$$")  # alternation, wildcards, anchors
+ORDERINGS = frozenset({"==", "!=", "<", ">", "<=", ">="})
+NUMERIC_CALLS = frozenset({"int", "len", "float", "round", "abs", "sum"})
 SIMPLE_LITERALS = {"none": "None", "true": "True", "false": "False"}
 FORMAT_HOLE = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(?:\d+|\*)?(?:\.\d+)?[a-zA-Z%]|\{[^{}]*\}|\\[ntr]")
 
@@ -191,6 +193,24 @@ def _target_name(node: Node) -> str | None:
         return _text(node)
     if node.type == "attribute":
         return "attr:" + _text(node.child_by_field_name("attribute"))
+    return None
+
+
+def _value_kind(node: Node) -> str | None:
+    """``num`` or ``str`` where the expression's type is plain from its text, else None."""
+    if node.type in ("integer", "float"):
+        return "num"
+    if node.type in ("string", "concatenated_string"):
+        return "str"
+    if node.type == "call":
+        function = node.child_by_field_name("function")
+        name = _text(function)
+        if name in NUMERIC_CALLS or (
+            function is not None and function.type == "attribute" and name.endswith(".count")
+        ):
+            return "num"
+        if name == "str" or name.endswith((".strip", ".lower", ".upper", ".decode")):
+            return "str"
     return None
 
 
@@ -368,6 +388,10 @@ class _Walker:
             if operand.type == "string" and literal_value(operand) in ("None", "True", "False"):
                 self.facts(node).smells.append(f"compares with the string {_text(operand)}, not the constant")
                 break
+        if len(operands) == 2 and operators and operators[0] in ORDERINGS:
+            kinds = {_value_kind(operand) for operand in operands}
+            if kinds == {"str", "num"}:
+                self.facts(node).smells.append("compares a number with a string: never equal, ordering fails")
 
     def _import_statement(self, node: Node, role: str) -> None:
         for child in node.named_children:

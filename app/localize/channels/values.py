@@ -22,7 +22,8 @@ MIN_STATIC = 8  # a formatted string needs this much literal text to be recogniz
 COMMON_BINDS = 4  # a (name, value) bound this often says nothing about which line printed
 EMPTY = frozenset({"", "None", "[]", "{}", "()", "''", '""'})
 _PAIR = re.compile(
-    r"(?<![\w.])([A-Za-z_][\w-]{0,60})\s?[:=]\s?('[^'\n]{0,200}'|\"[^\"\n]{0,200}\"|[^\s,;()\[\]{}]{0,200})"
+    r"(?<![\w.])([A-Za-z_][\w-]{0,60})[ \t]{0,40}[:=][ \t]{0,3}"
+    r"('[^'\n]{0,200}'|\"[^\"\n]{0,200}\"|[^\s,;()\[\]{}]{0,200})"
 )
 _SPACES = re.compile(r"\s+")
 
