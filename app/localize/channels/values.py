@@ -18,6 +18,7 @@ from app.localize.channels.facts import Template
 
 MAX_MESSAGES = 400  # the messages before the failure that are read, newest first
 MAX_TEXT = 2000  # characters read per message
+MAX_TEMPLATES = 2000  # formatted strings of the code tried against the log
 MIN_STATIC = 8  # a formatted string needs this much literal text to be recognized in a log line
 COMMON_BINDS = 4  # a (name, value) bound this often says nothing about which line printed
 EMPTY = frozenset({"", "None", "[]", "{}", "()", "''", '""'})
@@ -68,11 +69,15 @@ def value_scores(ctx: Context) -> Scores:
                             line,
                         ),
                     )
-    templates = [(sid, t) for sid, ts in ctx.facts.templates.items() for t in ts]
+    templates = [(sid, t) for sid, ts in ctx.facts.templates.items() for t in ts][:MAX_TEMPLATES]
     if templates:
         normalized = [(_SPACES.sub(" ", text), text, line) for text, line in lines]
+        everything = "\n".join(flat for flat, _, _ in normalized)
         for sid, template in templates:
             if sum(len(p.strip()) for p in template.pieces) < MIN_STATIC:
+                continue
+            longest = max((_SPACES.sub(" ", p).strip() for p in template.pieces), key=len)
+            if longest not in everything:  # one scan of the log excludes most templates
                 continue
             for flat, text, line in normalized:
                 holes = _holes(template, flat)
