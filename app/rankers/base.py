@@ -7,6 +7,7 @@ from typing import Protocol
 
 from app.analysis.model import Analysis
 from app.analysis.render import Element, RenderedCode
+from app.localize.evidence import Evidence
 from app.localize.repair import PostprocessCounts
 from app.options import TriageOptions
 
@@ -42,6 +43,7 @@ class Pick:
     element: Element
     score: float | None  # None for a model's own choice
     reason: str
+    evidence: tuple[Evidence, ...] = ()  # typed records behind the pick, strongest first
 
 
 @dataclass(frozen=True)

@@ -20,5 +20,7 @@ class HeuristicRanker:
     @staticmethod
     def picks(request: RankRequest, k: int) -> tuple[Pick, ...]:
         """Synchronous: the heuristic does no I/O (triage uses it to fill in after another ranker)."""
-        scored = rank_heuristic(request.analysis, request.rendered, k)
-        return tuple(Pick(s.element, s.score, s.reason) for s in scored)
+        scored = rank_heuristic(
+            request.analysis, request.rendered, k, disabled=request.options.disabled_channels
+        )
+        return tuple(Pick(s.element, s.score, s.reason, s.evidence) for s in scored)
