@@ -20,8 +20,16 @@ class Settings(BaseSettings):
     model_url: str | None = Field(None, description="Base URL ending in /v1; unset = heuristic ranker only")
     model: str | None = Field(None, description="Model name; discovered from /v1/models when unset")
     api_key: str | None = Field(None, description="Bearer token sent to the model server")
-    model_timeout_s: float = Field(120.0, description="Per-request timeout for model calls")
-    model_retries: int = Field(3, description="Retries on 429/5xx/connection errors, with backoff")
+    model_timeout_s: float = Field(
+        120.0, gt=0, description="Overall deadline of one model call: connect, read and retries included"
+    )
+    model_retries: int = Field(3, description="Retries on 429/5xx/connection errors, within the deadline")
+    model_breaker_failures: int = Field(
+        3, ge=1, description="Failed model calls in a row that stop calls for the cool-down"
+    )
+    model_breaker_cooldown_s: float = Field(
+        30.0, ge=0, description="Seconds the model is not called after the circuit opens"
+    )
     model_concurrency: int = Field(8, description="Model requests in flight at once, per process")
     max_output_tokens: int = Field(2048, description="max_tokens sent to the model")
     temperature: float = 0.0
@@ -37,6 +45,13 @@ class Settings(BaseSettings):
     )
     batch_concurrency: int = Field(4, description="Batch items processed at once per worker process")
     worker_enabled: bool = Field(True, description="Run the batch worker inside `tcfl serve`")
+    analysis_workers: int = Field(
+        0, ge=0, description="Analysis worker processes of `tcfl serve` (0 = one per CPU)"
+    )
+    analysis_cpu_s: float = Field(60.0, gt=0, description="CPU seconds one analysis may use")
+    analysis_memory_bytes: int = Field(
+        2 * 1024**3, ge=0, description="Memory ceiling of one analysis worker (0 = none)"
+    )
 
     # limits
     max_script_bytes: int = 2_000_000

@@ -9,13 +9,13 @@ is labelled with where it came from; heuristic items are never passed off as the
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from app.analysis.model import Analysis, Loc, Script
 from app.analysis.pipeline import analyze
 from app.analysis.render import Element, RenderedCode, render
-from app.localize.heuristic import rank_heuristic
+from app.localize.heuristic import ScoredElement, rank_heuristic
 from app.localize.llm import Completion, ModelClient, ModelError, ModelUnavailable
 from app.localize.prompts import build_messages, parse_answer
 from app.localize.repair import PostprocessCounts, lines_to_blocks, repair
@@ -54,10 +54,33 @@ class _ModelRun:
             self.warnings += ("the model's answer was cut off at its output token limit",)
 
 
-async def triage(
-    scripts: Sequence[Script], log: str, options: TriageOptions, *, client: ModelClient | None
-) -> TriageResult:
-    """Rank the ``options.k`` most suspicious elements; ``ValueError`` for bad options."""
+@dataclass(frozen=True)
+class StaticPhase:
+    """Everything a triage needs after the static analysis; plain data, so it crosses process lines.
+
+    The service computes it in a worker process with bounded time and memory, then runs the model
+    call in its own event loop (``finish``).
+    """
+
+    opts: TriageOptions
+    rendered: RenderedCode
+    prompt_rendered: RenderedCode
+    messages: list[dict[str, str]]
+    heuristic: list[ScoredElement]
+    warnings: tuple[str, ...]
+    error_message: str
+    pruning_rate: float
+    static_ms: float
+    functions: RenderedCode | None = None  # two-phase: the function-level rendering
+    function_heuristic: tuple[Element, ...] = ()  # two-phase: phase 1's heuristic fallback
+
+
+# Renders the trace narrowed to the given lines (phase 2 of a two-phase ranking).
+Narrow = Callable[[frozenset[Loc]], Awaitable[RenderedCode]]
+
+
+def static_phase(scripts: Sequence[Script], log: str, options: TriageOptions) -> tuple[StaticPhase, Analysis]:
+    """Analyze, render, build the prompt and rank heuristically; ``ValueError`` for bad options."""
     opts = options.validated()
     started = time.perf_counter()
     analysis = analyze(scripts, log, log_functions=opts.log_functions, prefix_format=opts.log_format)
@@ -68,13 +91,66 @@ async def triage(
         prompt_rendered, analysis.log.error_message, opts.k, output_format=opts.output_format
     )
     static_ms = (time.perf_counter() - started) * 1000.0
+    heuristic = rank_heuristic(analysis, rendered, 2 * opts.k)  # enough to fill in after k model items
+    functions: RenderedCode | None = None
+    function_heuristic: tuple[Element, ...] = ()
+    if opts.two_phase and opts.level != "function" and opts.ranker != "heuristic":
+        functions = render(analysis, opts.trace, "function")
+        top_k = min(TWO_PHASE_FUNCTIONS, len(functions.elements))
+        function_heuristic = tuple(s.element for s in rank_heuristic(analysis, functions, top_k))
+    phase = StaticPhase(
+        opts=opts,
+        rendered=rendered,
+        prompt_rendered=prompt_rendered,
+        messages=messages,
+        heuristic=heuristic,
+        warnings=tuple(analysis.warnings),
+        error_message=analysis.log.error_message,
+        pruning_rate=analysis.traces[opts.trace].pruning_rate,
+        static_ms=static_ms,
+        functions=functions,
+        function_heuristic=function_heuristic,
+    )
+    return phase, analysis
 
-    warnings = list(analysis.warnings)
+
+def narrowed_render(analysis: Analysis, opts: TriageOptions, lines: frozenset[Loc]) -> RenderedCode:
+    """The trace ``opts.trace`` cut down to ``lines``, rendered at ``opts.level``."""
+    trace = analysis.traces[opts.trace]
+    narrowed = replace(
+        analysis, traces={**analysis.traces, opts.trace: replace(trace, kept=trace.kept & lines)}
+    )
+    return render(narrowed, opts.trace, opts.level)
+
+
+async def triage(
+    scripts: Sequence[Script], log: str, options: TriageOptions, *, client: ModelClient | None
+) -> TriageResult:
+    """Rank the ``options.k`` most suspicious elements; ``ValueError`` for bad options."""
+    started = time.perf_counter()
+    phase, analysis = static_phase(scripts, log, options)
+
+    async def narrow(lines: frozenset[Loc]) -> RenderedCode:
+        return narrowed_render(analysis, phase.opts, lines)
+
+    return await finish(phase, client=client, narrow=narrow, started=started)
+
+
+async def finish(
+    phase: StaticPhase, *, client: ModelClient | None, narrow: Narrow, started: float | None = None
+) -> TriageResult:
+    """The model call (or the heuristic's answer) and the result, from a finished static phase."""
+    if started is None:
+        started = time.perf_counter() - phase.static_ms / 1000.0
+    opts = phase.opts
+    rendered = phase.rendered
+    prompt_rendered = phase.prompt_rendered
+    warnings = list(phase.warnings)
     if opts.line_to_block and opts.level != "block":
         warnings.append("line_to_block applies to block-level triage only; ignored")
     if opts.two_phase and opts.level == "function":
         warnings.append("two_phase ranks functions first; at function level it is a single phase")
-    heuristic = rank_heuristic(analysis, rendered, 2 * opts.k)  # enough to fill in after k model items
+    heuristic = phase.heuristic
     use_model = opts.ranker == "llm" or (opts.ranker == "auto" and client is not None)
     fallback: str | None = None
     run = _ModelRun()
@@ -85,11 +161,11 @@ async def triage(
         fallback = "no model server is configured (set TCFL_MODEL_URL or --model-url)"
     elif use_model and client is not None and rendered.elements:
         try:
-            if opts.two_phase and opts.level != "function":
-                chosen = await _two_phase(analysis, rendered, opts, client, run)
+            if opts.two_phase and opts.level != "function" and phase.functions is not None:
+                chosen = await _two_phase(phase, phase.functions, client, run, narrow)
             else:
-                chosen = await _ask(client, messages, prompt_rendered, opts, run)
-                if prompt_level != opts.level:
+                chosen = await _ask(client, phase.messages, prompt_rendered, opts, run)
+                if prompt_rendered.level != opts.level:
                     chosen = lines_to_blocks(chosen, rendered)
         except ModelUnavailable as exc:
             fallback = f"model unavailable: {exc}"
@@ -116,21 +192,21 @@ async def triage(
             items.append(_item(len(items) + 1, scored.element, scored.score, fill_note + scored.reason))
             taken.add(scored.element.id)
 
-    trace = analysis.traces[opts.trace]
+    messages = phase.messages
     return TriageResult(
-        error_message=analysis.log.error_message,
+        error_message=phase.error_message,
         ranker=ranker,
         model=run.model if ranker == "llm" else None,
         fallback_reason=fallback,
         level=opts.level,
         k=opts.k,
         variant=opts.trace,
-        pruning_rate=trace.pruning_rate,
+        pruning_rate=phase.pruning_rate,
         kept_lines=rendered.kept_lines,
         total_lines=rendered.total_lines,
         ranking=tuple(items),
         tokens=(run.input_tokens, run.output_tokens) if run.counted else None,
-        static_ms=static_ms,
+        static_ms=phase.static_ms,
         model_ms=run.model_ms,
         total_ms=(time.perf_counter() - started) * 1000.0,
         postprocess=run.counts,
@@ -158,27 +234,23 @@ async def _ask(
 
 
 async def _two_phase(
-    analysis: Analysis, rendered: RenderedCode, opts: TriageOptions, client: ModelClient, run: _ModelRun
+    phase: StaticPhase, functions: RenderedCode, client: ModelClient, run: _ModelRun, narrow: Narrow
 ) -> tuple[Element, ...]:
     """Rank functions, then ask for the level's elements inside the top functions only."""
-    functions = render(analysis, opts.trace, "function")
+    opts = phase.opts
     top_k = min(TWO_PHASE_FUNCTIONS, len(functions.elements))
-    messages = build_messages(functions, analysis.log.error_message, top_k, output_format=opts.output_format)
+    messages = build_messages(functions, phase.error_message, top_k, output_format=opts.output_format)
     top = await _ask(client, messages, functions, replace(opts, k=top_k), run)
     if not top:
-        top = tuple(s.element for s in rank_heuristic(analysis, functions, top_k))
+        top = phase.function_heuristic
         run.warnings += ("phase 1 gave no valid function; the heuristic chose the functions",)
     lines = frozenset(Loc(e.path, line) for e in top for line in e.lines)
-    trace = analysis.traces[opts.trace]
-    narrowed = replace(
-        analysis, traces={**analysis.traces, opts.trace: replace(trace, kept=trace.kept & lines)}
-    )
-    inner = render(narrowed, opts.trace, opts.level)
+    inner = await narrow(lines)
     if not inner.elements:
         return ()
-    messages = build_messages(inner, analysis.log.error_message, opts.k, output_format=opts.output_format)
+    messages = build_messages(inner, phase.error_message, opts.k, output_format=opts.output_format)
     chosen = await _ask(client, messages, inner, opts, run)
-    by_id = {e.id: e for e in rendered.elements}
+    by_id = {e.id: e for e in phase.rendered.elements}
     return tuple(by_id.get(e.id, e) for e in chosen)
 
 

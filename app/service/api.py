@@ -31,6 +31,7 @@ from app.service.deps import Runtime, require_api_key
 from app.service.jobs import Worker
 from app.service.logs import request_id_var
 from app.service.metrics import Metrics
+from app.service.pool import AnalysisPool, PoolLimits, default_size
 from app.service.routes import batches, health, triage
 from app.service.runner import Runner
 from app.service.schemas import BatchRequest
@@ -40,7 +41,8 @@ from app.settings import Settings, get_settings
 log = logging.getLogger(__name__)
 
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
-WORKER_STOP_TIMEOUT_S = 10.0
+WORKER_STOP_TIMEOUT_S = 5.0
+MODEL_PROBE_S = 10.0
 
 
 def max_body_bytes(settings: Settings) -> int:
@@ -88,6 +90,20 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     await asyncio.to_thread(runtime.store.fail_interrupted, older_than_s=longest_triage_s)
     runtime.client = ModelClient.from_settings(runtime.settings)
     runtime.runner.client = runtime.client
+    if runtime.pool is None:
+        runtime.pool = AnalysisPool(
+            default_size(settings.analysis_workers),
+            PoolLimits(
+                cpu_s=settings.analysis_cpu_s,
+                memory_bytes=settings.analysis_memory_bytes,
+                wall_s=3 * settings.analysis_cpu_s + 10,
+            ),
+        )
+        await runtime.pool.start()
+    runtime.runner.pool = runtime.pool
+    if runtime.client is not None:
+        runtime.model_reachable = await runtime.client.health()
+        runtime.probe_task = asyncio.create_task(_probe_model(runtime))
     if runtime.settings.worker_enabled:
         runtime.worker = Worker(
             runtime.store,
@@ -101,15 +117,29 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     try:
         yield
     finally:
+        if runtime.client is not None:
+            runtime.client.cancel_calls()
+        if runtime.probe_task is not None:
+            runtime.probe_task.cancel()
         if runtime.worker is not None and runtime.worker_task is not None:
             runtime.worker.stop()
             try:
                 await asyncio.wait_for(runtime.worker_task, WORKER_STOP_TIMEOUT_S)
             except TimeoutError:
                 log.warning("batch worker did not stop in time; its leases will be reclaimed on restart")
+        if runtime.pool is not None:
+            await runtime.pool.close()
+            runtime.pool = None
         if runtime.client is not None:
             await runtime.client.aclose()
         runtime.store.close()
+
+
+async def _probe_model(runtime: Runtime) -> None:
+    """Ask the model server's /models now and then, so /healthz can answer without waiting on it."""
+    while runtime.client is not None:
+        await asyncio.sleep(MODEL_PROBE_S)
+        runtime.model_reachable = await runtime.client.health()
 
 
 def _include_dashboard(app: FastAPI, dependencies: list[Any]) -> None:

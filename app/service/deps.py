@@ -14,6 +14,7 @@ from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBea
 from app.localize.llm import ModelClient
 from app.service.jobs import Worker
 from app.service.metrics import Metrics
+from app.service.pool import AnalysisPool
 from app.service.runner import Runner
 from app.service.store import Store
 from app.settings import Settings
@@ -30,6 +31,9 @@ class Runtime:
     worker_id: str
     client: ModelClient | None = None
     worker: Worker | None = None
+    pool: AnalysisPool | None = None
+    model_reachable: bool = False  # the last background probe of the model server answered
+    probe_task: asyncio.Task[None] | None = field(default=None, repr=False)
     worker_task: asyncio.Task[None] | None = field(default=None, repr=False)
 
     def wake_worker(self) -> None:

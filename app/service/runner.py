@@ -1,25 +1,47 @@
-"""Runs one stored case through the pipeline; shared by ``POST /v1/triage`` and the batch worker."""
+"""Runs one stored case through the pipeline; shared by ``POST /v1/triage`` and the batch worker.
+
+In the service the static phase runs in the analysis pool (bounded CPU time and memory, off the
+event loop); the model call stays here, async. Without a pool (``tcfl batch``) it runs in-process.
+"""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
+from app.analysis.model import Loc
+from app.analysis.render import RenderedCode
 from app.localize.llm import ModelClient
 from app.service.cases import triage_options
 from app.service.metrics import Metrics
+from app.service.pool import AnalysisPool
 from app.service.store import Case
-from app.triage import triage
+from app.triage import StaticPhase, finish, triage
 
 
 class Runner:
     """Holds this process's model client (or None) and counts every result in the metrics."""
 
-    def __init__(self, client: ModelClient | None, metrics: Metrics) -> None:
+    def __init__(
+        self, client: ModelClient | None, metrics: Metrics, pool: AnalysisPool | None = None
+    ) -> None:
         self.client = client
         self.metrics = metrics
+        self.pool = pool
 
     async def __call__(self, case: Case) -> dict[str, Any]:
-        result = await triage(case.scripts, case.log, triage_options(case.options), client=self.client)
+        options = triage_options(case.options)
+        if self.pool is None:
+            result = await triage(case.scripts, case.log, options, client=self.client)
+        else:
+            pool = self.pool
+            started = time.perf_counter()
+            phase: StaticPhase = await pool.run("static", case.scripts, case.log, options)
+
+            async def narrow(lines: frozenset[Loc]) -> RenderedCode:
+                return await pool.run("narrow", case.scripts, case.log, phase.opts, lines)
+
+            result = await finish(phase, client=self.client, narrow=narrow, started=started)
         data = result.to_dict()
         data.pop("id", None)
         data.pop("status", None)

@@ -1,0 +1,122 @@
+"""The analysis pool: real worker processes, real limits (RLIMIT_CPU, RLIMIT_AS), real analyses."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.analysis.model import Script
+from app.localize.result import TriageOptions
+from app.service.pool import AnalysisPool, AnalysisRejected, PoolLimits
+from app.triage import StaticPhase, static_phase
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "data" / "running-example"
+OPTIONS = TriageOptions(log_functions=("Log.log",), k=3)
+
+
+def _example() -> tuple[tuple[Script, ...], str]:
+    script = Script("test_example.py", (EXAMPLE / "test_example.py").read_text())
+    return (script,), (EXAMPLE / "failure.log").read_text()
+
+
+def _with_pool(limits: PoolLimits, body: Callable[[AnalysisPool], Awaitable[Any]], size: int = 1) -> Any:
+    async def main() -> Any:
+        pool = AnalysisPool(size, limits)
+        await pool.start()
+        try:
+            return await body(pool)
+        finally:
+            await pool.close()
+
+    return asyncio.run(main())
+
+
+def test_the_static_phase_in_a_worker_equals_the_one_in_process() -> None:
+    scripts, log = _example()
+    here, _ = static_phase(scripts, log, OPTIONS)
+    there = _with_pool(PoolLimits(), lambda pool: pool.run("static", scripts, log, OPTIONS))
+    assert isinstance(there, StaticPhase)
+    assert there.rendered == here.rendered
+    assert there.messages == here.messages
+    assert [s.element.id for s in there.heuristic] == [s.element.id for s in here.heuristic]
+
+
+def test_bad_options_are_a_value_error_and_the_worker_stays() -> None:
+    scripts, log = _example()
+
+    async def body(pool: AnalysisPool) -> int:
+        with pytest.raises(ValueError, match="level must be one of"):
+            await pool.run("static", scripts, log, TriageOptions(level="everything"))
+        await pool.run("ping")
+        return pool.recycled
+
+    assert _with_pool(PoolLimits(), body) == 0
+
+
+def test_a_job_over_its_cpu_deadline_is_rejected_naming_it_and_the_worker_replaced() -> None:
+    async def body(pool: AnalysisPool) -> tuple[str, int, int]:
+        with pytest.raises(AnalysisRejected) as caught:
+            await pool.run("burn", 30.0)
+        return str(caught.value), await pool.run("ping"), pool.recycled
+
+    message, ping, recycled = _with_pool(PoolLimits(cpu_s=1, wall_s=60), body)
+    assert "CPU-time deadline of 1 s" in message
+    assert (ping, recycled) == (0, 1)
+
+
+def test_a_job_over_the_memory_ceiling_is_rejected_naming_it() -> None:
+    async def body(pool: AnalysisPool) -> tuple[str, int]:
+        with pytest.raises(AnalysisRejected) as caught:
+            await pool.run("hog", 2048)
+        small = await pool.run("hog", 16)
+        return str(caught.value), small
+
+    message, small = _with_pool(PoolLimits(memory_bytes=512 * 1024**2), body)
+    assert "memory ceiling of 512 MB" in message
+    assert small == 16 * 1024 * 1024
+
+
+def test_the_wall_clock_backstop_kills_a_worker_that_does_not_finish() -> None:
+    async def body(pool: AnalysisPool) -> tuple[str, float]:
+        started = time.monotonic()
+        with pytest.raises(AnalysisRejected) as caught:
+            await pool.run("burn", 60.0)
+        return str(caught.value), time.monotonic() - started
+
+    message, took = _with_pool(PoolLimits(cpu_s=120, wall_s=1.0), body)
+    assert "wall-clock deadline of 1 s" in message
+    assert took < 30
+
+
+def test_a_cancelled_request_frees_its_worker_for_the_next() -> None:
+    async def body(pool: AnalysisPool) -> int:
+        hung = asyncio.create_task(pool.run("burn", 60.0))
+        await asyncio.sleep(0.5)
+        hung.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await hung
+        return await asyncio.wait_for(pool.run("ping"), 30)
+
+    assert _with_pool(PoolLimits(cpu_s=120, wall_s=120), body) == 0
+
+
+def test_small_jobs_pass_a_busy_worker() -> None:
+    """With two workers, one long job does not hold up short ones."""
+
+    async def body(pool: AnalysisPool) -> int:
+        long = asyncio.create_task(pool.run("burn", 3.0))
+        await asyncio.sleep(0.2)
+        done = 0
+        for _ in range(5):
+            await asyncio.wait_for(pool.run("ping"), 10)
+            done += 1
+        assert not long.done()
+        await long
+        return done
+
+    assert _with_pool(PoolLimits(cpu_s=30, wall_s=60), body, size=2) == 5
