@@ -7,6 +7,8 @@ from functools import lru_cache
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from app.analysis.limits import CostLimits
+
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="TCFL_", env_file=".env", extra="ignore")
@@ -58,6 +60,15 @@ class Settings(BaseSettings):
     max_log_bytes: int = 50_000_000
     max_files_per_case: int = 50
     max_cases_per_batch: int = 5_000
+    # limits in what the analysis costs (app.analysis.limits), checked before it starts
+    max_script_lines: int = Field(200_000, ge=1, description="Lines of all scripts of a case together")
+    max_log_lines: int = Field(2_000_000, ge=1, description="Lines of a case's log")
+    max_nesting_depth: int = Field(100, ge=1, description="Nested blocks (if/for/while/try/with/def/class)")
+    max_syntax_depth: int = Field(400, ge=1, description="Any syntax nesting: brackets, calls, operators")
+    max_statements_per_function: int = Field(50_000, ge=1, description="Statements in one function")
+    max_branches_per_function: int = Field(
+        5_000, ge=1, description="if/elif/for/while/except/case per function"
+    )
 
     # analysis defaults
     default_level: str = "block"
@@ -70,6 +81,16 @@ class Settings(BaseSettings):
     cfg_path_budget: int = Field(
         100_000, description="Algorithm 3 path-search steps per function before fallback"
     )
+
+    def cost_limits(self) -> CostLimits:
+        return CostLimits(
+            max_script_lines=self.max_script_lines,
+            max_log_lines=self.max_log_lines,
+            max_nesting_depth=self.max_nesting_depth,
+            max_syntax_depth=self.max_syntax_depth,
+            max_statements_per_function=self.max_statements_per_function,
+            max_branches_per_function=self.max_branches_per_function,
+        )
 
     def extra_log_functions(self) -> list[str]:
         return [p.strip() for p in self.log_functions.split(",") if p.strip()]

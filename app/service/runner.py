@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from app.analysis.limits import CostLimits
 from app.analysis.model import Loc
 from app.analysis.render import RenderedCode
 from app.localize.llm import ModelClient
@@ -23,11 +24,16 @@ class Runner:
     """Holds this process's model client (or None) and counts every result in the metrics."""
 
     def __init__(
-        self, client: ModelClient | None, metrics: Metrics, pool: AnalysisPool | None = None
+        self,
+        client: ModelClient | None,
+        metrics: Metrics,
+        pool: AnalysisPool | None = None,
+        limits: CostLimits | None = None,
     ) -> None:
         self.client = client
         self.metrics = metrics
         self.pool = pool
+        self.limits = limits
 
     async def __call__(self, case: Case) -> dict[str, Any]:
         options = triage_options(case.options)
@@ -36,7 +42,7 @@ class Runner:
         else:
             pool = self.pool
             started = time.perf_counter()
-            phase: StaticPhase = await pool.run("static", case.scripts, case.log, options)
+            phase: StaticPhase = await pool.run("static", case.scripts, case.log, options, self.limits)
 
             async def narrow(lines: frozenset[Loc]) -> RenderedCode:
                 return await pool.run("narrow", case.scripts, case.log, phase.opts, lines)
