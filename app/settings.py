@@ -47,6 +47,9 @@ class Settings(BaseSettings):
     )
     batch_concurrency: int = Field(4, description="Batch items processed at once per worker process")
     worker_enabled: bool = Field(True, description="Run the batch worker inside `tcfl serve`")
+    triage_lease_s: float = Field(
+        40.0, gt=0, description="A running triage not renewed this long is marked failed (its server died)"
+    )
     analysis_workers: int = Field(
         0, ge=0, description="Analysis worker processes of `tcfl serve` (0 = one per CPU)"
     )

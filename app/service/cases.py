@@ -100,6 +100,8 @@ def parse_batch_json(body: bytes, settings: Settings) -> list[TriageRequest]:
         raw = json.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
         raise InvalidInput(f"body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise InvalidInput("body is JSON nested too deeply to read") from None
     if isinstance(raw, dict) and isinstance(raw.get("cases"), list):
         check_batch_size(len(raw["cases"]), settings)
     try:

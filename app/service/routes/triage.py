@@ -36,6 +36,8 @@ async def create_triage(body: TriageRequest, runtime: RuntimeDep) -> dict[str, A
     except InvalidInput as exc:
         raise HTTPException(422, str(exc)) from None
     request_id = await asyncio.to_thread(runtime.store.create_request, case)
+    inflight = runtime.leases.inflight if runtime.leases is not None else set()
+    inflight.add(request_id)
     try:
         data = await runtime.runner(case)
     except ValueError as exc:  # AnalysisRejected too: a limit the input exceeded
@@ -53,6 +55,8 @@ async def create_triage(body: TriageRequest, runtime: RuntimeDep) -> dict[str, A
         )
         await asyncio.shield(asyncio.to_thread(runtime.store.fail_request, request_id, reason))
         raise
+    finally:
+        inflight.discard(request_id)
     return await asyncio.to_thread(runtime.store.save_result, request_id, data)
 
 
