@@ -28,6 +28,9 @@ log = logging.getLogger(__name__)
 JOBS_MODULE = "app.service.pool_jobs"
 MAX_JOBS_PER_WORKER = 500  # recycle now and then, so slow leaks in a worker never add up
 KILL_GRACE_S = 2.0
+LARGE_LANE_NICENESS = 10
+LARGE_SCRIPT_LINES = 2_000  # a case with more script lines, or a bigger log, takes the large lane
+LARGE_LOG_BYTES = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -65,10 +68,12 @@ def _cpu_used() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _worker_main(conn: Connection, memory_bytes: int) -> None:
+def _worker_main(conn: Connection, memory_bytes: int, niceness: int = 0) -> None:
     """Serve jobs from ``conn`` until it closes or a limit was hit (then exit, to be replaced)."""
     import importlib
 
+    if niceness:
+        os.nice(niceness)  # the large lane yields the CPU to small requests when both want it
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server's Ctrl-C is the parent's business
     signal.signal(signal.SIGXCPU, _on_sigxcpu)
     _, hard = resource.getrlimit(resource.RLIMIT_AS)
@@ -128,12 +133,16 @@ def _mb(n: int) -> str:
 class _Worker:
     process: BaseProcess
     conn: Connection
+    lane: str = "small"
     jobs: int = 0
 
 
 class AnalysisPool:
     """``size`` worker processes; ``await run(job, *args)`` runs one job in an idle one.
 
+    Two lanes, so that large requests cannot starve small ones: with two workers or more, half
+    (rounded down) form the large lane, run at a lower CPU priority, and are the only ones large
+    jobs may use; small jobs take a small-lane worker first, else any idle one.
     Use from one event loop: ``await start()``, then ``run``, then ``await close()``.
     """
 
@@ -142,36 +151,60 @@ class AnalysisPool:
             raise ValueError(f"the pool needs at least one worker, got {size}")
         self.size = size
         self.limits = limits
+        self.large_lane = size // 2
         self._ctx = multiprocessing.get_context("forkserver")
         self._ctx.set_forkserver_preload([JOBS_MODULE])
-        self._idle: asyncio.Queue[_Worker] = asyncio.Queue()
+        self._free: dict[str, list[_Worker]] = {"small": [], "large": []}
+        self._changed = asyncio.Condition()
         self._busy: set[_Worker] = set()
         self._closing = False
         self.recycled = 0
         self.last_peak_kb = 0
 
     async def start(self) -> None:
-        workers = await asyncio.gather(*(asyncio.to_thread(self._spawn) for _ in range(self.size)))
+        lanes = ["large"] * self.large_lane + ["small"] * (self.size - self.large_lane)
+        workers = await asyncio.gather(*(asyncio.to_thread(self._spawn, lane) for lane in lanes))
         for worker in workers:
-            self._idle.put_nowait(worker)
+            self._free[worker.lane].append(worker)
 
     def busy(self) -> int:
         return len(self._busy)
 
-    def _spawn(self) -> _Worker:
+    def _spawn(self, lane: str) -> _Worker:
         parent, child = self._ctx.Pipe(duplex=True)
+        niceness = LARGE_LANE_NICENESS if lane == "large" else 0
         process = self._ctx.Process(
-            target=_worker_main, args=(child, self.limits.memory_bytes), name="tcfl-analysis", daemon=True
+            target=_worker_main,
+            args=(child, self.limits.memory_bytes, niceness),
+            name=f"tcfl-analysis-{lane}",
+            daemon=True,
         )
         process.start()
         child.close()
-        return _Worker(process, parent)
+        return _Worker(process, parent, lane)
 
-    async def run(self, job: str, *args: Any) -> Any:
-        """The job's result; ``AnalysisRejected`` (limit or bad input), ``PoolUnavailable`` otherwise."""
+    async def _acquire(self, large: bool) -> _Worker:
+        lanes = ("large",) if large and self.large_lane else ("small", "large")
+        async with self._changed:
+            await self._changed.wait_for(lambda: self._closing or any(self._free[lane] for lane in lanes))
+            if self._closing:
+                raise PoolUnavailable("the server is shutting down")
+            lane = next(lane for lane in lanes if self._free[lane])
+            return self._free[lane].pop()
+
+    async def _release(self, worker: _Worker) -> None:
+        async with self._changed:
+            self._free[worker.lane].append(worker)
+            self._changed.notify_all()
+
+    async def run(self, job: str, *args: Any, large: bool = False) -> Any:
+        """The job's result; ``AnalysisRejected`` (limit or bad input), ``PoolUnavailable`` otherwise.
+
+        ``large`` jobs (big inputs) wait for the large lane; small ones never queue behind them.
+        """
         if self._closing:
             raise PoolUnavailable("the server is shutting down")
-        worker = await self._idle.get()
+        worker = await self._acquire(large)
         self._busy.add(worker)
         healthy = False
         try:
@@ -180,7 +213,7 @@ class AnalysisPool:
         finally:
             self._busy.discard(worker)
             if healthy and worker.jobs < MAX_JOBS_PER_WORKER and not self._closing:
-                self._idle.put_nowait(worker)
+                await asyncio.shield(self._release(worker))
             else:
                 await asyncio.shield(self._replace(worker))
         if kind == "ok":
@@ -243,18 +276,19 @@ class AnalysisPool:
         if self._closing:
             return
         try:
-            fresh = await asyncio.to_thread(self._spawn)
+            fresh = await asyncio.to_thread(self._spawn, worker.lane)
         except Exception:
             log.exception("could not start an analysis worker; the pool shrinks by one")
             return
-        self._idle.put_nowait(fresh)
+        await self._release(fresh)
 
     async def close(self) -> None:
         """Stop every worker now; jobs in flight end with ``PoolUnavailable``."""
         self._closing = True
-        workers = [*self._busy]
-        while not self._idle.empty():
-            workers.append(self._idle.get_nowait())
+        async with self._changed:
+            workers = [*self._busy, *self._free["small"], *self._free["large"]]
+            self._free = {"small": [], "large": []}
+            self._changed.notify_all()
         await asyncio.gather(*(asyncio.to_thread(_stop, w) for w in workers))
 
 

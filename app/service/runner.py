@@ -15,7 +15,7 @@ from app.analysis.render import RenderedCode
 from app.localize.llm import ModelClient
 from app.service.cases import triage_options
 from app.service.metrics import Metrics
-from app.service.pool import AnalysisPool
+from app.service.pool import LARGE_LOG_BYTES, LARGE_SCRIPT_LINES, AnalysisPool
 from app.service.store import Case
 from app.triage import StaticPhase, finish, triage
 
@@ -42,10 +42,14 @@ class Runner:
         else:
             pool = self.pool
             started = time.perf_counter()
-            phase: StaticPhase = await pool.run("static", case.scripts, case.log, options, self.limits)
+            lines = sum(s.content.count("\n") for s in case.scripts)
+            large = lines > LARGE_SCRIPT_LINES or len(case.log) > LARGE_LOG_BYTES
+            phase: StaticPhase = await pool.run(
+                "static", case.scripts, case.log, options, self.limits, large=large
+            )
 
             async def narrow(lines: frozenset[Loc]) -> RenderedCode:
-                return await pool.run("narrow", case.scripts, case.log, phase.opts, lines)
+                return await pool.run("narrow", case.scripts, case.log, phase.opts, lines, large=large)
 
             result = await finish(phase, client=self.client, narrow=narrow, started=started)
         data = result.to_dict()

@@ -105,18 +105,24 @@ def test_a_cancelled_request_frees_its_worker_for_the_next() -> None:
     assert _with_pool(PoolLimits(cpu_s=120, wall_s=120), body) == 0
 
 
-def test_small_jobs_pass_a_busy_worker() -> None:
-    """With two workers, one long job does not hold up short ones."""
+def test_small_jobs_never_queue_behind_large_ones() -> None:
+    """Two workers: large jobs get one lane, so a second large job waits and small ones pass."""
 
-    async def body(pool: AnalysisPool) -> int:
-        long = asyncio.create_task(pool.run("burn", 3.0))
-        await asyncio.sleep(0.2)
-        done = 0
-        for _ in range(5):
-            await asyncio.wait_for(pool.run("ping"), 10)
-            done += 1
-        assert not long.done()
-        await long
-        return done
+    async def body(pool: AnalysisPool) -> list[str]:
+        order: list[str] = []
 
-    assert _with_pool(PoolLimits(cpu_s=30, wall_s=60), body, size=2) == 5
+        async def job(name: str, *args: Any, large: bool) -> None:
+            await pool.run(*args, large=large)
+            order.append(name)
+
+        first = asyncio.create_task(job("large-1", "burn", 2.0, large=True))
+        await asyncio.sleep(0.3)
+        second = asyncio.create_task(job("large-2", "burn", 0.1, large=True))
+        await asyncio.sleep(0.3)
+        for i in range(5):
+            await asyncio.wait_for(job(f"small-{i}", "ping", large=False), 30)
+        await asyncio.gather(first, second)
+        return order
+
+    order = _with_pool(PoolLimits(cpu_s=30, wall_s=60), body, size=2)
+    assert order == [*(f"small-{i}" for i in range(5)), "large-1", "large-2"]
