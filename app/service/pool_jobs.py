@@ -5,40 +5,45 @@ Imported once by the pool's fork server, so a fresh worker starts with the analy
 
 from __future__ import annotations
 
+import asyncio
 import gc
+import time
 from collections.abc import Sequence
+from dataclasses import replace
 
 from app.analysis.limits import CostLimits, check_text, check_tree
-from app.analysis.model import Loc, Script
-from app.analysis.render import RenderedCode
+from app.analysis.model import Script
 from app.analysis.source import normalize_newlines, parse_tree
-from app.localize.result import TriageOptions
-from app.triage import StaticPhase, narrowed_render, static_phase
+from app.localize.result import TriageResult
+from app.options import TriageOptions
+from app.rankers import choose
+from app.rankers.base import RankRequest
+from app.rankers.heuristic import HeuristicRanker
+from app.triage import prepare, rank
 
 
 def static(
-    scripts: Sequence[Script], log: str, options: TriageOptions, limits: CostLimits | None = None
-) -> StaticPhase:
-    """Analysis, rendering, prompt and heuristic ranking of one case (everything but the model).
-
-    With ``limits``, the case's cost is checked first (``InputTooCostly``, a ValueError, names it).
+    scripts: Sequence[Script],
+    log: str,
+    options: TriageOptions,
+    limits: CostLimits | None = None,
+    model_configured: bool = False,
+) -> TriageResult | RankRequest:
+    """Everything of one triage that needs no model: the finished result when no model will be
+    asked, else the prepared request (with the heuristic's picks computed here) for the server to
+    rank with the model. With ``limits``, the case's cost is checked first (``InputTooCostly``,
+    a ValueError naming the limit).
     """
+    started = time.perf_counter()
     try:
         if limits is not None:
             check_cost(scripts, log, limits)
-        phase, _analysis = static_phase(scripts, log, options)
-        return phase
-    finally:
-        gc.collect()
-
-
-def narrow(
-    scripts: Sequence[Script], log: str, options: TriageOptions, lines: frozenset[Loc]
-) -> RenderedCode:
-    """Phase 2 of a two-phase ranking: the trace cut down to ``lines`` (the analysis is redone)."""
-    try:
-        _phase, analysis = static_phase(scripts, log, options)
-        return narrowed_render(analysis, options, lines)
+        request = prepare(scripts, log, options)
+        if choose(request.options.ranker, model_configured=model_configured) != "llm" or not model_configured:
+            return asyncio.run(rank(request, client=None, started=started))
+        picks = HeuristicRanker.picks(request, 2 * request.options.k)  # enough to fill in after k
+        analysis = replace(request.analysis, trees=())  # parse trees do not cross processes
+        return replace(request, analysis=analysis, heuristic=(request.rendered, picks))
     finally:
         gc.collect()
 
@@ -57,8 +62,6 @@ def ping() -> int:
 
 def burn(seconds: float) -> int:
     """Spin on the CPU (for tests of the CPU deadline)."""
-    import time
-
     end = time.process_time() + seconds
     n = 0
     while time.process_time() < end:

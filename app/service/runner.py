@@ -1,7 +1,8 @@
 """Runs one stored case through the pipeline; shared by ``POST /v1/triage`` and the batch worker.
 
-In the service the static phase runs in the analysis pool (bounded CPU time and memory, off the
-event loop); the model call stays here, async. Without a pool (``tcfl batch``) it runs in-process.
+In the service the static phase (and the heuristic) runs in the analysis pool, bounded in CPU
+time and memory and off the event loop; only a model call, when one is made, runs here, async.
+Without a pool (``tcfl batch``) everything runs in-process.
 """
 
 from __future__ import annotations
@@ -10,14 +11,13 @@ import time
 from typing import Any
 
 from app.analysis.limits import CostLimits
-from app.analysis.model import Loc
-from app.analysis.render import RenderedCode
 from app.localize.llm import ModelClient
+from app.localize.result import TriageResult
 from app.service.cases import triage_options
 from app.service.metrics import Metrics
 from app.service.pool import LARGE_LOG_BYTES, LARGE_SCRIPT_LINES, AnalysisPool
 from app.service.store import Case
-from app.triage import StaticPhase, finish, triage
+from app.triage import rank, triage
 
 
 class Runner:
@@ -40,18 +40,16 @@ class Runner:
         if self.pool is None:
             result = await triage(case.scripts, case.log, options, client=self.client)
         else:
-            pool = self.pool
             started = time.perf_counter()
             lines = sum(s.content.count("\n") for s in case.scripts)
             large = lines > LARGE_SCRIPT_LINES or len(case.log) > LARGE_LOG_BYTES
-            phase: StaticPhase = await pool.run(
-                "static", case.scripts, case.log, options, self.limits, large=large
+            done = await self.pool.run(
+                "static", case.scripts, case.log, options, self.limits, self.client is not None, large=large
             )
-
-            async def narrow(lines: frozenset[Loc]) -> RenderedCode:
-                return await pool.run("narrow", case.scripts, case.log, phase.opts, lines, large=large)
-
-            result = await finish(phase, client=self.client, narrow=narrow, started=started)
+            if isinstance(done, TriageResult):
+                result = done
+            else:
+                result = await rank(done, client=self.client, started=started)
         data = result.to_dict()
         data.pop("id", None)
         data.pop("status", None)

@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from app.analysis.limits import CostLimits, InputTooCostly
 from app.analysis.model import Script
-from app.localize.result import TriageOptions
+from app.localize.result import TriageResult
+from app.options import TriageOptions
 from app.service import pool_jobs
-from app.triage import StaticPhase
 
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 LIMITS = CostLimits(max_nesting_depth=40, max_syntax_depth=150, max_branches_per_function=400)
@@ -80,8 +80,8 @@ def _run(script: str, log: str, options: TriageOptions) -> None:
     except InputTooCostly as exc:
         assert "max_" in str(exc)  # names the setting
         return
-    assert isinstance(phase, StaticPhase)
-    assert len(phase.heuristic) <= 2 * options.k
+    assert isinstance(phase, TriageResult)
+    assert len(phase.ranking) <= options.k
 
 
 @FUZZ
@@ -111,4 +111,4 @@ def test_user_log_functions_never_crash_the_analysis(patterns: list[str], calls:
     except ValueError as exc:
         assert "log function pattern" in str(exc)
         return
-    assert isinstance(phase, StaticPhase)
+    assert isinstance(phase, TriageResult)

@@ -11,9 +11,12 @@ from typing import Any
 import pytest
 
 from app.analysis.model import Script
-from app.localize.result import TriageOptions
+from app.localize.result import TriageResult
+from app.options import TriageOptions
+from app.rankers.base import RankRequest
+from app.rankers.heuristic import HeuristicRanker
 from app.service.pool import AnalysisPool, AnalysisRejected, PoolLimits
-from app.triage import StaticPhase, static_phase
+from app.triage import prepare, triage
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "data" / "running-example"
 OPTIONS = TriageOptions(log_functions=("Log.log",), k=3)
@@ -36,14 +39,25 @@ def _with_pool(limits: PoolLimits, body: Callable[[AnalysisPool], Awaitable[Any]
     return asyncio.run(main())
 
 
-def test_the_static_phase_in_a_worker_equals_the_one_in_process() -> None:
+def test_without_a_model_the_worker_returns_the_result_the_process_would() -> None:
     scripts, log = _example()
-    here, _ = static_phase(scripts, log, OPTIONS)
+    here = asyncio.run(triage(scripts, log, OPTIONS, client=None))
     there = _with_pool(PoolLimits(), lambda pool: pool.run("static", scripts, log, OPTIONS))
-    assert isinstance(there, StaticPhase)
-    assert there.rendered == here.rendered
-    assert there.messages == here.messages
-    assert [s.element.id for s in there.heuristic] == [s.element.id for s in here.heuristic]
+    assert isinstance(there, TriageResult)
+    assert there.ranking == here.ranking
+    assert (there.error_message, there.warnings) == (here.error_message, here.warnings)
+
+
+def test_with_a_model_the_worker_returns_the_prepared_request_and_heuristic_picks() -> None:
+    scripts, log = _example()
+    here = prepare(scripts, log, OPTIONS)
+    there = _with_pool(PoolLimits(), lambda pool: pool.run("static", scripts, log, OPTIONS, None, True))
+    assert isinstance(there, RankRequest)
+    assert there.rendered == here.rendered and there.prompt == here.prompt
+    assert there.heuristic is not None and there.heuristic[0] is there.rendered
+    expected = HeuristicRanker.picks(here, 2 * OPTIONS.k)
+    assert [p.element.id for p in there.heuristic[1]] == [p.element.id for p in expected]
+    assert HeuristicRanker.picks(there, OPTIONS.k) == there.heuristic[1][: OPTIONS.k]
 
 
 def test_bad_options_are_a_value_error_and_the_worker_stays() -> None:
