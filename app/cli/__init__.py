@@ -6,7 +6,7 @@ import argparse
 import importlib
 import sys
 
-SUBCOMMANDS = ("trace", "triage", "eval", "corpus", "batch", "serve", "bench")
+SUBCOMMANDS = ("trace", "triage", "ci", "eval", "corpus", "batch", "serve", "bench")
 
 
 def build_parser() -> argparse.ArgumentParser:
