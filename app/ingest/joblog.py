@@ -104,11 +104,47 @@ def _stestr(lines: list[str]) -> list[TestRun]:
             if _ST_END.match(_strip(raw)):
                 break
             body.append(raw)
+        body = _stestr_details(body)
         status = m.group("status")
         verdict = {"ok": "pass", "SKIPPED": "skip", "ERROR": "error"}.get(status, "fail")
         duration = float(m.group("time")) if m.group("time") else None
         runs.append(_run(m.group("id"), verdict, "\n".join([lines[i], *body]), "subunit", duration))
     return runs
+
+
+_CARETS = re.compile(r"^[\^~ ]+$")
+
+
+def _stestr_details(body: list[str]) -> list[str]:
+    """subunit-trace re-indents a traceback attachment and spaces its frames out; put it back.
+
+    Under ``Captured traceback:`` it prints every line indented, frames with blank lines between,
+    and code lines at the frame's indent. Python's own layout is restored (frame lines at 2,
+    code at 4, caret lines dropped) so the log parser reads the frames.
+    """
+    out: list[str] = []
+    in_traceback = False
+    for raw in body:
+        line = raw.rstrip()
+        stripped = line.strip()
+        if stripped.startswith("Captured ") and stripped.endswith(":"):
+            in_traceback = stripped == "Captured traceback:"
+            out.append(stripped)
+            continue
+        if not in_traceback or set(stripped) == {"~"}:
+            out.append(line)
+            continue
+        if not stripped or _CARETS.match(stripped):
+            continue
+        if stripped.startswith("Traceback (most recent call last)") or stripped.startswith("During handling"):
+            out.append(stripped)
+        elif stripped.startswith('File "'):
+            out.append("  " + stripped)
+        elif out and out[-1].startswith('  File "'):
+            out.append("    " + stripped)  # the frame's code line
+        else:
+            out.append(stripped)
+    return out
 
 
 # -- unittest ----------------------------------------------------------------------------------
