@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
+from app.analysis.logparse import parse_log
 from app.ingest.base import MAX_TESTS, TestRun, first_line, split_params
 
 FORMAT = "joblog"
@@ -241,6 +242,8 @@ _EXC_LINE = re.compile(r"^(?:E\s+)?(?P<exc>[A-Za-z_][\w.]*(?:Error|Exception|Fai
 def _run(test_id: str, verdict: str, section: str, suite: str, duration: float | None = None) -> TestRun:
     error = ""
     if verdict in ("fail", "error"):
+        error = first_line(parse_log(section).error_message)
+    if verdict in ("fail", "error") and not error:
         for line in reversed(section.splitlines()):
             m = _EXC_LINE.match(line.strip())
             if m:
