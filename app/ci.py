@@ -33,6 +33,7 @@ class TriagedRun:
     problem: str | None = None
     warnings: tuple[str, ...] = ()
     triage_id: int | None = None
+    sources: tuple[Script, ...] = field(default=(), repr=False, compare=False)  # what was triaged
 
     @property
     def top(self) -> str | None:
@@ -149,7 +150,7 @@ async def triage_run(
         result = await triage(scripts, run.log, options, client=client)
     except ValueError as exc:
         return TriagedRun(run, names, None, f"triage refused: {exc}", tuple(warnings))
-    return TriagedRun(run, names, result, None, tuple(warnings))
+    return TriagedRun(run, names, result, None, tuple(warnings), sources=tuple(scripts))
 
 
 async def triage_results(

@@ -17,14 +17,12 @@ from pydantic import ValidationError
 from app.cli import UsageError
 from app.emit import FORMATS
 from app.ingest import FORMATS as RESULT_FORMATS
-from app.ingest import IngestError, Results, read_results
+from app.ingest import IngestError, Results, merge, read_folder, read_results
 from app.ingest.archive import extract, is_archive
 from app.ingest.resolve import Checkout
 from app.localize.llm import ModelClient
 from app.localize.result import RANKERS, TriageOptions
 from app.settings import get_settings
-
-RESULT_NAMES = ("results.json", "*.xml", "*.jsonl", "*.subunit", "*.log", "*.txt")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -135,36 +133,11 @@ def _read_all(names: list[str], fmt: str, work: Path) -> Results:
             if path.is_file() and is_archive(path.name):
                 folder = work / str(n)
                 extract(path.read_bytes(), folder, name=name)
-                parts.extend(_read_folder(folder, fmt, name))
+                parts.extend(read_folder(folder, fmt, name))
             else:
                 parts.append(read_results(path, fmt))
         except IngestError as exc:
             raise UsageError(str(exc)) from None
         except OSError as exc:
             raise UsageError(f"{name}: cannot read ({exc.strerror})") from None
-    if len(parts) == 1:
-        return parts[0]
-    runs = tuple(run for part in parts for run in part.runs)
-    raws = [p.raw for p in parts if p.raw is not None]
-    return Results(
-        "+".join(dict.fromkeys(p.format for p in parts)),
-        runs,
-        tuple(w for p in parts for w in p.warnings),
-        raw=raws[0] if len(raws) == 1 and len(parts) == 1 else None,
-    )
-
-
-def _read_folder(folder: Path, fmt: str, name: str) -> list[Results]:
-    jobs = sorted({p.parent for p in folder.rglob("results.json")})
-    found = [read_results(job, "avocado") for job in jobs]
-    for pattern in RESULT_NAMES[1:]:
-        for path in sorted(folder.rglob(pattern)):
-            if any(path.is_relative_to(job) for job in jobs):
-                continue
-            try:
-                found.append(read_results(path, fmt))
-            except IngestError:
-                continue  # an archive holds other files too; only results files count
-    if not found:
-        raise IngestError(f"{name}: no results file inside the archive")
-    return found
+    return merge(parts)

@@ -27,11 +27,14 @@ __all__ = [
     "IngestError",
     "Results",
     "TestRun",
+    "merge",
     "parse_bytes",
+    "read_folder",
     "read_results",
 ]
 
 FORMATS: tuple[str, ...] = ("auto", "junit", "reportlog", "avocado", "subunit", "joblog")
+RESULT_NAMES = ("*.xml", "*.jsonl", "*.subunit", "*.log", "*.txt")  # looked for inside archives
 
 
 def read_results(path: Path, fmt: str = "auto") -> Results:
@@ -98,3 +101,31 @@ def sniff(data: bytes) -> str:
     if head.lstrip().startswith(b"<"):
         return "junit"  # XML of some kind: the JUnit reader says what is wrong with it
     return "joblog"
+
+
+def read_folder(folder: Path, fmt: str, name: str) -> list[Results]:
+    """Every results file in an unpacked archive: avocado job folders, then files by name."""
+    jobs = sorted({p.parent for p in folder.rglob("results.json")})
+    found = [read_results(job, "avocado") for job in jobs]
+    for pattern in RESULT_NAMES:
+        for path in sorted(folder.rglob(pattern)):
+            if any(path.is_relative_to(job) for job in jobs):
+                continue
+            try:
+                found.append(read_results(path, fmt))
+            except IngestError:
+                continue  # an archive holds other files too; only results files count
+    if not found:
+        raise IngestError(f"{name}: no results file inside the archive")
+    return found
+
+
+def merge(parts: list[Results]) -> Results:
+    """Several results files as one job; the JUnit document is kept only when it is the only input."""
+    if len(parts) == 1:
+        return parts[0]
+    return Results(
+        "+".join(dict.fromkeys(p.format for p in parts)),
+        tuple(run for part in parts for run in part.runs),
+        tuple(w for p in parts for w in p.warnings),
+    )

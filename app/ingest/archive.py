@@ -27,7 +27,7 @@ def is_archive(name: str) -> bool:
     return name.lower().endswith(ARCHIVE_SUFFIXES)
 
 
-def _safe_name(name: str, what: str) -> str:
+def safe_name(name: str, what: str) -> str:
     cleaned = name.replace("\\", "/")
     if cleaned.startswith("/") or (len(cleaned) > 1 and cleaned[1] == ":"):
         raise IngestError(f"{what}: member {name!r} has an absolute path; refused")
@@ -74,7 +74,7 @@ def _untar(archive: tarfile.TarFile, dest: Path, name: str, max_files: int, max_
         for count, member in enumerate(members, 1):
             if count > max_files:
                 raise IngestError(f"{name}: more than {max_files} members; refused")
-            rel = _safe_name(member.name, name)
+            rel = safe_name(member.name, name)
             if not rel:
                 continue
             target = root / rel
@@ -124,7 +124,7 @@ def _unzip(data: bytes, dest: Path, name: str, max_files: int, max_bytes: int) -
             if len(infos) > max_files:
                 raise IngestError(f"{name}: more than {max_files} members; refused")
             for info in infos:
-                rel = _safe_name(info.filename, name)
+                rel = safe_name(info.filename, name)
                 mode = info.external_attr >> 16
                 if stat.S_ISLNK(mode):
                     raise IngestError(f"{name}: member {info.filename!r} is a symbolic link; refused")

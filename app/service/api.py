@@ -31,7 +31,7 @@ from app.service.deps import Runtime, require_api_key
 from app.service.jobs import Worker
 from app.service.logs import request_id_var
 from app.service.metrics import Metrics
-from app.service.routes import batches, health, triage
+from app.service.routes import batches, health, ingest, triage
 from app.service.runner import Runner
 from app.service.schemas import BatchRequest
 from app.service.store import Store, make_engine, migrate
@@ -74,6 +74,7 @@ def create_app(settings: Settings | None = None, *, worker_id: str | None = None
     app.include_router(health.router)
     app.include_router(triage.router, dependencies=keyed)
     app.include_router(batches.router, dependencies=keyed)
+    app.include_router(ingest.router, dependencies=keyed)
     _include_dashboard(app, keyed)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app
