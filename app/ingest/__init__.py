@@ -31,6 +31,7 @@ __all__ = [
     "parse_bytes",
     "read_folder",
     "read_results",
+    "sniff",
 ]
 
 FORMATS: tuple[str, ...] = ("auto", "junit", "reportlog", "avocado", "subunit", "joblog")
