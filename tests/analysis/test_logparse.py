@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 import re
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -595,14 +596,39 @@ def test_plain_format_strips_nothing() -> None:
         ("(?P<msg>.*", "not a valid regex"),
         (r"(?P<text>.*)", "unknown prefix_format"),
         ("nonsense", "unknown prefix_format"),
-        (r"(?P<ts>(\d+)+) (?P<msg>.*)", "repeats a group"),
-        (r"(?:\w+\s?)* (?P<msg>.*)", "repeats a group"),
+        (r"(?P<ts>\d+)(?=\s) (?P<msg>.*)", r"a lookahead \(\?=\.\.\.\)"),
+        (r"(?<=\]) (?P<msg>.*)", "a lookbehind"),
+        (r"(?P<q>['\"])(?P<msg>.*)(?P=q)", "a named backreference"),
+        (r"(\w)\1 (?P<msg>.*)", "a backreference"),
+        (r"a{5000}(?P<msg>.*)", "a repetition count over 1000"),
         ("", "empty"),
     ],
 )
 def test_invalid_prefix_format_is_a_value_error(spec: str, reason: str) -> None:
     with pytest.raises(ValueError, match=reason):
         parse_log("x", prefix_format=spec)
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [r"(?P<msg>(a|a)+)$", r"(?P<ts>(\d+)+) (?P<msg>.*)", r"(?:\w+\s?)* (?P<msg>.*)", r"(?P<msg>.*.*.*.*=)"],
+)
+def test_backtracking_regexes_run_in_linear_time(spec: str) -> None:
+    """Patterns that backtrack exponentially in Python's engine run linearly: no line takes long."""
+    hostile = ["a" * 5000 + "b", "1" * 5000 + "x", "w " * 2500 + "!", "x" * 5000]
+    log = "\n".join(hostile * 5) + "\n"
+    t0 = time.process_time()
+    parsed = parse_log(log, prefix_format=spec)
+    assert len(parsed.messages) >= 1
+    # generous: the backtracking engine needs hours here; a linear one a few milliseconds
+    assert time.process_time() - t0 < 5
+
+
+def test_linear_regex_still_strips_prefixes() -> None:
+    parsed = parse_log(
+        "aaaa\n12 34 INFO hello\n", prefix_format=r"(?P<ts>(\d+ )+)(?P<level>[A-Z]+) (?P<msg>.*)"
+    )
+    assert [(m.text, m.level) for m in parsed.messages] == [("aaaa", None), ("hello", "INFO")]
 
 
 def test_harmless_regex_is_accepted() -> None:

@@ -1,0 +1,268 @@
+"""The one pass over a log: messages (prefixes stripped, continuation lines joined) and the error message.
+
+Matching (Algorithm 1) needs the messages without their prefixes; the ranker needs the exception
+text. Nothing here raises on a ``str``; odd input becomes a warning.
+"""
+
+from __future__ import annotations
+
+from app.analysis.logparse.formats import (
+    _ANSI,
+    _COMBINED,
+    _ERROR_LEVELS,
+    _FORMATS,
+    KNOWN_FORMATS,
+    _binary_share,
+    _combined,
+    _detect,
+    _Prefix,
+    _Prefixer,
+    check_prefix_format,
+)
+from app.analysis.logparse.tracebacks import (
+    _CHAIN_LINES,
+    _GROUP_HEADER,
+    _TB_HEADER,
+    _WEAK_ERROR_WORDS,
+    _WORD,
+    _dedent,
+    _pytest_kind,
+    _Traceback,
+    _TracebackReader,
+    _unwrap_exception_groups,
+)
+from app.analysis.model import LogMessage, ParsedLog
+
+
+class _Parser(_TracebackReader):
+    """One pass over the lines; state for the message being continued and the open pytest block."""
+
+    def __init__(
+        self,
+        lines: list[str],
+        prefixes: list[_Prefix | None],
+        offset: int,
+        groups: dict[int, int] | None = None,
+    ) -> None:
+        self.quiet = groups or {}  # lines of exception groups: never messages
+        self.lines = lines
+        self.prefixes = prefixes
+        self.offset = offset
+        self.prefixed = any(p is not None for p in prefixes)
+        self.messages: list[LogMessage] = []
+        self.tracebacks: list[_Traceback] = []
+        self.warnings: list[str] = []
+        self.summaries: list[tuple[int, str]] = []  # (log line, text) of FAILED/FAIL: lines
+        self.open: tuple[int, int, list[str], str | None] | None = None
+        self.pytest: _Traceback | None = None
+        self.pytest_code: str | None = None
+        self.pytest_func: str | None = None
+        self.in_report = False
+        self.last_e = -2  # index of the last E line read
+        self.open_layered = False  # the open message had an application prefix inside a transport one
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def body(self, i: int) -> str:
+        p = self.prefixes[i]
+        return p.body if p is not None else self.lines[i]
+
+    def lineno(self, i: int) -> int:
+        return i + 1 + self.offset
+
+    def flush(self) -> None:
+        if self.open is not None:
+            start, end, parts, level = self.open
+            self.open = None
+            self.emit(start, end, "\n".join(parts), level)
+
+    def emit(self, start: int, end: int, text: str, level: str | None) -> None:
+        text = text.strip()
+        if text:
+            self.messages.append(
+                LogMessage(len(self.messages), self.lineno(start), self.lineno(end), text, level)
+            )
+
+    # -- main loop -------------------------------------------------------------------------
+
+    def run(self) -> None:
+        i, n = 0, len(self.lines)
+        lines, prefixes = self.lines, self.prefixes
+        while i < n:
+            prefix = prefixes[i]
+            body = lines[i] if prefix is None else prefix.body
+            stripped = body.strip()
+            if stripped.endswith(_TB_HEADER):
+                self.flush()
+                self.close_pytest()
+                before = stripped[: -len(_TB_HEADER)].strip()
+                if before:
+                    self.emit(i, i, before, prefix.level if prefix else None)
+                i = self.python_traceback(i)
+                continue
+            if stripped in _CHAIN_LINES or i in self.quiet:
+                self.flush()
+                i += 1
+                continue
+            if prefix is not None and self.in_report:
+                self.in_report = False
+            kind = _pytest_kind(stripped)
+            if kind is not None or self.in_report:
+                self.flush()
+                i += max(1, self.pytest_line(i, stripped, kind))
+                continue
+            if (
+                i == self.last_e + 1
+                and prefix is None
+                and body.startswith("    ")
+                and self.pytest is not None
+            ):
+                self.pytest.exception.append(body[4:])  # line style indents the rest of the E text
+                self.last_e = i
+            elif prefix is not None and not (prefix.bare and self.open_layered and self.open is not None):
+                self.flush()
+                self.open = (i, i, [body], prefix.level)
+                self.open_layered = prefix.layered
+            elif not stripped:
+                self.flush()
+            elif self.open is not None and self.prefixed:
+                start, _, parts, level = self.open
+                parts.append(body)
+                self.open = (start, i, parts, level)
+            else:
+                self.flush()
+                self.emit(i, i, body, None)
+            i += 1
+        self.flush()
+
+    def error_message(self) -> str:
+        for tb in reversed(self.tracebacks):
+            if tb.group is not None:
+                members = [t for t in self.tracebacks if t.group == tb.group]
+                text = "\n".join(line for t in members for line in t.exception)
+            elif tb.kind == "python":
+                text = "\n".join(tb.exception)
+            else:
+                text = "\n".join(_dedent(tb.exception)).strip() or tb.crash
+            if text:
+                if not tb.frames:
+                    self.warnings.append(f"no traceback frames found; error message from log line {tb.start}")
+                return text.strip()
+            if tb.frames:
+                break  # the last traceback is truncated: its exception is unknown
+        return self.fallback_error()
+
+    def fallback_error(self) -> str:
+        """No usable traceback: the last ERROR message or FAILED summary, else an error-looking line."""
+        candidates: list[tuple[int, str]] = list(self.summaries[-1:])
+        for msg in reversed(self.messages):
+            if msg.level in _ERROR_LEVELS:
+                candidates.append((msg.line, msg.text))
+                break
+        if candidates:
+            line, text = max(candidates)
+            self.warnings.append(f"no traceback in the log; error message from log line {line}")
+            return text
+        found = self.error_looking()
+        if found is not None:
+            line, text = found
+            self.warnings.append(f"no traceback in the log; error message from log line {line}")
+            return text
+        if self.messages:
+            last = self.messages[-1]
+            self.warnings.append("no traceback or error line in the log; error message is its last line")
+            return last.text
+        self.warnings.append("no traceback or error line in the log")
+        return ""
+
+    def error_looking(self) -> tuple[int, str] | None:
+        """The last message naming an exception (else saying error/failed), with what follows it."""
+        weak: int | None = None
+        for k in range(len(self.messages) - 1, -1, -1):
+            text = self.messages[k].text
+            if ("Error" in text or "Exception" in text) and any(
+                w.endswith(("Error", "Exception")) for w in _WORD.findall(text)
+            ):
+                return self.messages[k].line, self.with_followers(k)
+            if weak is None:
+                lower = text.lower()
+                if ("error" in lower or "fail" in lower) and any(
+                    w in _WEAK_ERROR_WORDS for w in _WORD.findall(lower)
+                ):
+                    weak = k
+        return None if weak is None else (self.messages[weak].line, self.with_followers(weak))
+
+    def with_followers(self, k: int) -> str:
+        """A message ending in ``:`` goes on in the next lines (autotest's ``CmdError:`` blocks)."""
+        first = self.messages[k]
+        parts = [first.text]
+        if not first.text.endswith(":"):
+            return first.text
+        end = first.end_line
+        for msg in self.messages[k + 1 : k + 11]:
+            if msg.line != end + 1:
+                break
+            parts.append(msg.text)
+            end = msg.end_line
+        return "\n".join(parts)
+
+
+def parse_log(text: str, *, prefix_format: str | None = None, max_lines: int | None = None) -> ParsedLog:
+    """Messages, traceback frames and the error message of one failure log.
+
+    ``prefix_format``: None or ``auto`` detects the prefix, a name from ``KNOWN_FORMATS`` forces
+    one, ``plain`` strips nothing, anything else is a regex with a ``(?P<msg>...)`` group (and
+    optionally ``level``). ``max_lines`` keeps the last lines of a longer log (where the failure
+    is); line numbers stay those of the whole log. ValueError only for invalid options.
+    """
+    custom = check_prefix_format(prefix_format) if prefix_format is not None else None
+    if max_lines is not None and max_lines < 1:
+        raise ValueError(f"max_lines must be at least 1, not {max_lines}")
+    warnings: list[str] = []
+    if not isinstance(text, str):
+        raise ValueError(f"log must be text, not {type(text).__name__}; decode bytes with decode_log")
+    if "\x00" in text:
+        text = text.replace("\x00", "")
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    if not text.strip():
+        return ParsedLog((), (), "", ("the log is empty",), "unknown")
+    if _binary_share(text) > 0.1:
+        warnings.append("the log looks like binary data; it was read as text")
+
+    lines = [ln.rstrip() for ln in text.split("\n")]
+    if lines and not lines[-1]:
+        lines.pop()
+    offset = 0
+    if max_lines is not None and len(lines) > max_lines:
+        offset = len(lines) - max_lines
+        warnings.append(f"the log has {len(lines)} lines; only the last {max_lines} were read")
+        lines = lines[offset:]
+
+    spec = (prefix_format or "auto").strip()
+    if custom is not None:
+        prefixer, name = _Prefixer(custom, custom=True), "custom"
+    elif spec == "plain":
+        prefixer, name = _Prefixer(None), "plain"
+    elif spec in KNOWN_FORMATS:
+        prefixer, name = _Prefixer(_combined((KNOWN_FORMATS.index(spec),))), spec
+    else:
+        detected = _detect(lines)
+        prefixer = _Prefixer(_COMBINED[-1 if detected is None else detected])
+        name = "unknown" if detected is None else _FORMATS[detected][0]
+
+    prefixes = [prefixer(ln) for ln in lines]
+    if custom is not None and not any(prefixes):
+        warnings.append("the configured prefix_format matched no line of the log")
+    groups = _unwrap_exception_groups(lines, prefixes) if _GROUP_HEADER in text else None
+    parser = _Parser(lines, prefixes, offset, groups)
+    parser.run()
+    error = parser.error_message()
+    warnings.extend(parser.warnings)
+    return ParsedLog(
+        messages=tuple(parser.messages),
+        frames=parser.frames(),
+        error_message=error,
+        warnings=tuple(dict.fromkeys(warnings)),
+        format=name,
+    )
