@@ -30,11 +30,19 @@ _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
 # (name, pattern). Groups: msg (required), level, sig (the prefix minus its timestamp: lines of
 # one logging call share it). Order = preference when several formats fit equally well.
 _FORMATS: tuple[tuple[str, str], ...] = (
-    # 2017-09-16 16:38:59,012 download         L0066 INFO | msg   ([stdlog] and a logger name optional)
+    # 2017-09-16 16:38:59,012 download         L0066 INFO | msg   ([stdlog] and a logger name optional);
+    # newer releases drop the line number: 2023-02-08 10:53:48,717 avocado.test INFO | msg
     (
         "avocado",
         rf"(?:\[stdlog\] )?{_DATE} {_TIME} +"
-        rf"(?P<sig>(?:\S+ +)??\S+ +L\d+ +(?P<level>{_LEVEL}) *)\| ?(?P<msg>.*)",
+        rf"(?P<sig>(?:(?:\S+ +)??\S+ +L\d+|avocado\.[\w.]+) +(?P<level>{_LEVEL}) *)\| ?(?P<msg>.*)",
+    ),
+    # tempest / oslo.log: 2015-07-31 09:37:44,661 17897 INFO [tempest.x] msg
+    #                     2015-07-31 09:37:44.661 17897 ERROR nova.compute.manager [req-1 - -] msg
+    (
+        "oslo",
+        rf"{_DATE} {_TIME} +(?P<sig>\d+ +(?P<level>{_LEVEL}) +"
+        r"(?:\[[^\]\s]+\]|[A-Za-z_][\w.]*(?: \[[^\]]*\])?)) ?(?P<msg>.*)",
     ),
     # sonic-mgmt live log: 08:39:25 init._fixture_func_decorator L0073 ERROR | msg
     ("sonic", rf"(?:{_DATE} )?{_TIME} +(?P<sig>\S+ +(?:L\d+ +)?(?P<level>{_LEVEL}) *)\| ?(?P<msg>.*)"),
@@ -59,7 +67,8 @@ _FORMATS: tuple[tuple[str, str], ...] = (
     (
         "iso",
         rf"\[?{_ISO_DATE}[T ]{_TIME}{_ZONE}\]?(?:[ \t](?: *\[? *(?P<level>{_LEVEL}) *\]?:? +)?(?P<msg>.*)|$)",
-    ),
+    ),  # avocado's console: ERROR| msg   (the level cut to five characters)
+    ("avocado-console", rf"(?P<level>{_LEVEL}) ?\| ?(?P<msg>.*)"),
 )
 
 KNOWN_FORMATS: tuple[str, ...] = tuple(name for name, _ in _FORMATS)
@@ -260,20 +269,61 @@ def _compile_linear(spec: str) -> UserPattern:
         ) from None
 
 
+DETECT_SAMPLE = 2000
+
+
 def _detect(lines: Sequence[str]) -> int | None:
-    """The known format most sample lines carry (ties: the earlier, more specific one)."""
-    candidates = [ln for ln in lines if ln and not ln.isspace()]
-    step = max(1, len(candidates) // 1000)
-    sample = candidates[::step][:1000]
+    """The known format most of the log's first lines carry (ties: the earlier, more specific one).
+
+    The sample is the head of the log, so a log that grows (or is cut after its head) keeps its
+    format: a sample spread over the whole log shifted with its length and could flip the answer.
+    """
+    sample: list[str] = []
+    for ln in lines:
+        if ln and not ln.isspace():
+            sample.append(ln)
+            if len(sample) == DETECT_SAMPLE:
+                break
     best, best_score = None, 0
     for i, pattern in enumerate(_SINGLE):
-        score = sum(1 for ln in sample if pattern.match(ln))
+        score = sum(1 for _ in filter(pattern.match, sample))
         if score > best_score:
             best, best_score = i, score
     return best
 
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\)?")
+# CI services' workflow commands: GitHub/Azure `##[group]`, `##[error]`, `::error file=x::`, `::endgroup::`
+_CI_MARKER = re.compile(r"^(?:##\[[a-z]+\]|::[a-z-]+(?: [^:\n]*)?::)", re.MULTILINE)
+_CI_MARKER_HINT = re.compile(r"^(?:##\[|::[a-z])", re.MULTILINE)
+
+
+def clean_text(text: str) -> str:
+    """What a reader sees: colours and CI workflow markers gone, CR-overwritten progress collapsed.
+
+    A bare CR returns the cursor: a terminal shows only what was written after the last one on
+    a line (progress bars), so that is the line. CRLF endings are plain line ends.
+    """
+    if "\x00" in text:
+        text = text.replace("\x00", "")
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    if "\r" in text:
+        text = text.replace("\r\n", "\n")
+        if "\r" in text:
+            text = "\n".join(_last_overwrite(ln) if "\r" in ln else ln for ln in text.split("\n"))
+    if _CI_MARKER_HINT.search(text):
+        text = _CI_MARKER.sub("", text)
+    return text
+
+
+def _last_overwrite(line: str) -> str:
+    for part in reversed(line.split("\r")):
+        if part.strip():
+            return part
+    return ""
+
+
 _BINARY_SAMPLE = 65536
 _CONTROL = frozenset(chr(c) for c in (*range(32), *range(0x7F, 0xA0)) if chr(c) not in "\t\n\r\f\v\x1b")
 

@@ -6,8 +6,9 @@ text. Nothing here raises on a ``str``; odd input becomes a warning.
 
 from __future__ import annotations
 
+import re
+
 from app.analysis.logparse.formats import (
-    _ANSI,
     _COMBINED,
     _ERROR_LEVELS,
     _FORMATS,
@@ -18,20 +19,42 @@ from app.analysis.logparse.formats import (
     _Prefix,
     _Prefixer,
     check_prefix_format,
+    clean_text,
 )
 from app.analysis.logparse.tracebacks import (
     _CHAIN_LINES,
+    _FRAME_START,
+    _FRAME_TAIL,
     _GROUP_HEADER,
+    _PYTEST_E,
     _TB_HEADER,
     _WEAK_ERROR_WORDS,
     _WORD,
     _dedent,
+    _frame_match,
+    _indent,
     _pytest_kind,
     _Traceback,
     _TracebackReader,
     _unwrap_exception_groups,
 )
 from app.analysis.model import LogMessage, ParsedLog
+
+_FAILING = frozenset({"FAIL", "ERROR", "INTERRUPTED"})
+_STATUS = r"(?P<status>PASS|FAIL|ERROR|SKIP|WARN|INTERRUPTED|CANCEL|STARTED)"
+# avocado: (1/4) path.py:Class.test;variant: ERROR: reason (3.69 s)   and the bare (4/4) id
+_RUNNER_STATUS = re.compile(
+    rf"\(\d+/\d+\) \S+?(?:: {_STATUS}(?:: (?P<reason>.*?))?)?(?: \(\d+(?:\.\d+)? s\))?"
+)
+# avocado's older job log: ERROR 1-ebizzy.py:Ebizzy.test;variant -> TestSetupFail: reason
+_RUNNER_ARROW = re.compile(rf"{_STATUS} \d+-\S+ ->(?: (?P<reason>.*))?")
+# job summary and counters: RESULTS : PASS 0 | ERROR 1 ..., JOB ID : ..., CI's exit status line
+_RUNNER_COUNTER = re.compile(
+    r"(?:RESULTS|JOB (?:ID|LOG|HTML|TIME|STATUS)|TESTS TIME|TEST TIME)\s*: |"
+    r"Process completed with exit code \d+\.?$"
+)
+_RUNNER_FIRST = frozenset("(RJTPFESWIC")
+_FUNC_NAME = re.compile(r"[\w<>.\[\]-]{1,200}")
 
 
 class _Parser(_TracebackReader):
@@ -60,6 +83,8 @@ class _Parser(_TracebackReader):
         self.in_report = False
         self.last_e = -2  # index of the last E line read
         self.open_layered = False  # the open message had an application prefix inside a transport one
+        self.open_sig = ""  # the prefix signature of the open message
+        self.runner: list[tuple[int, str, str]] = []  # (log line, status, reason) of runner status lines
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -106,6 +131,21 @@ class _Parser(_TracebackReader):
                 continue
             if prefix is not None and self.in_report:
                 self.in_report = False
+            if stripped[:1] in _RUNNER_FIRST and (used := self.runner_line(i, stripped)):
+                self.flush()
+                i += used
+                continue
+            if stripped[:1] == "E" and prefix is None and self.collapsed_e(i, stripped):
+                self.flush()
+                self.open_pytest(i).exception.append(stripped[2:])
+                self.last_e = i
+                i += 1
+                continue
+            if (stripped[:1] == "F" or ".py" in stripped[:200]) and self.frame_without_header(i, stripped):
+                self.flush()
+                self.close_pytest()
+                i = self.python_traceback(i, headerless=True)
+                continue
             kind = _pytest_kind(stripped)
             if kind is not None or self.in_report:
                 self.flush()
@@ -119,10 +159,25 @@ class _Parser(_TracebackReader):
             ):
                 self.pytest.exception.append(body[4:])  # line style indents the rest of the E text
                 self.last_e = i
+            elif (
+                prefix is not None
+                and self.open is not None
+                and prefix.sig
+                and prefix.sig == self.open_sig
+                and body[:1].isspace()
+                and stripped
+                and any(c.isdigit() for c in prefix.sig)
+            ):
+                # one logging call printed several lines, each with the call's own prefix
+                # (its logger and source line): the indented ones continue the message
+                start, _, parts, level = self.open
+                parts.append(body)
+                self.open = (start, i, parts, level)
             elif prefix is not None and not (prefix.bare and self.open_layered and self.open is not None):
                 self.flush()
                 self.open = (i, i, [body], prefix.level)
                 self.open_layered = prefix.layered
+                self.open_sig = prefix.sig
             elif not stripped:
                 self.flush()
             elif self.open is not None and self.prefixed:
@@ -134,6 +189,63 @@ class _Parser(_TracebackReader):
                 self.emit(i, i, body, None)
             i += 1
         self.flush()
+
+    # -- runner output and pasted fragments ----------------------------------------------
+
+    def runner_line(self, i: int, stripped: str) -> int:
+        """Lines used by a test runner's status or counter line at i (0: not one).
+
+        Runner lines say how the run ended, not what the script logged: never messages. A failing
+        status keeps its reason (``(1/1) id: ERROR: reason (2.1 s)``), which names the failure
+        when the log holds no traceback.
+        """
+        if _RUNNER_COUNTER.match(stripped):
+            return 1
+        m = _RUNNER_STATUS.fullmatch(stripped) or _RUNNER_ARROW.fullmatch(stripped)
+        if m is None:
+            return 0
+        status, reason = m.group("status"), (m.group("reason") or "").strip()
+        used = 1
+        if status and not reason and m.re is _RUNNER_ARROW and i + 1 < len(self.lines):
+            nxt = self.lines[i + 1].strip()
+            if self.prefixes[i + 1] is None and nxt:
+                reason, used = nxt, 2  # the reason wrapped onto the next line
+        if status in _FAILING:
+            self.runner.append((self.lineno(i), status, reason))
+        return used
+
+    def collapsed_e(self, i: int, stripped: str) -> bool:
+        """pytest's ``E   `` lines pasted with their spaces collapsed (``E text``), in a run of them."""
+        if not (stripped == "E" or stripped.startswith("E ")) or _PYTEST_E.fullmatch(stripped):
+            return False
+        if self.last_e == i - 1:
+            return True
+        if i + 1 < len(self.lines):
+            nxt = self.lines[i + 1].strip()
+            return nxt == "E" or nxt.startswith("E ")
+        return False
+
+    def frame_without_header(self, i: int, stripped: str) -> bool:
+        """A traceback frame outside any traceback: the log was cut above the header, or pasted so.
+
+        A frame cut before its path ended (``name.py", line 3, in f``) is given its start back.
+        """
+        if len(stripped) > 2000:
+            return False
+        if _FRAME_START.match(stripped):
+            m = _frame_match(stripped)
+            return m is not None and _FUNC_NAME.fullmatch((m.group("func") or "").strip()) is not None
+        m = _FRAME_TAIL.fullmatch(stripped)
+        if m is None:
+            return False
+        body = self.body(i)
+        fixed = f'{body[: _indent(body)]}File "{stripped}'
+        prefix = self.prefixes[i]
+        if prefix is None:
+            self.lines[i] = fixed
+        else:
+            self.prefixes[i] = prefix._replace(body=fixed)
+        return True
 
     def error_message(self) -> str:
         for tb in reversed(self.tracebacks):
@@ -155,6 +267,8 @@ class _Parser(_TracebackReader):
     def fallback_error(self) -> str:
         """No usable traceback: the last ERROR message or FAILED summary, else an error-looking line."""
         candidates: list[tuple[int, str]] = list(self.summaries[-1:])
+        failed = [(line, reason) for line, _status, reason in self.runner if reason]
+        candidates.extend(failed[-1:])
         for msg in reversed(self.messages):
             if msg.level in _ERROR_LEVELS:
                 candidates.append((msg.line, msg.text))
@@ -221,10 +335,7 @@ def parse_log(text: str, *, prefix_format: str | None = None, max_lines: int | N
     warnings: list[str] = []
     if not isinstance(text, str):
         raise ValueError(f"log must be text, not {type(text).__name__}; decode bytes with decode_log")
-    if "\x00" in text:
-        text = text.replace("\x00", "")
-    if "\x1b" in text:
-        text = _ANSI.sub("", text)
+    text = clean_text(text)
     if not text.strip():
         return ParsedLog((), (), "", ("the log is empty",), "unknown")
     if _binary_share(text) > 0.1:

@@ -24,6 +24,8 @@ _CHAIN_LINES = frozenset(
 _FRAME_QUOTED = re.compile(r'\s*File "(?P<path>[^"]+)",\s*line\s*(?P<line>\d+)(?:,\s*in\s*(?P<func>.*))?')
 _FRAME_BARE = re.compile(r"\s*File (?P<path>[^\s\",][^,]*),\s*line\s*(?P<line>\d+)(?:,\s*in\s*(?P<func>.*))?")
 _FRAME_START = re.compile(r"\s*File ")
+# a frame line cut before its path ended: `virsh_cpu_compare.py", line 63, in get_cpu_xml`
+_FRAME_TAIL = re.compile(r'\s*(?P<path>[^"\s]+\.py)",\s*line\s*(?P<line>\d+),\s*in\s*(?P<func>\S+)')
 _EXC_NAME = re.compile(r"[A-Za-z_][\w.]*")
 # pytest: location lines (long, short and line styles), E lines, the `>` source marker.
 _PYTEST_LOC = re.compile(r"(?P<path>\S+?\.py):(?P<line>\d+):(?: (?P<rest>.*))?")
@@ -271,17 +273,25 @@ class _TracebackReader:
                 return m, extra + 1
         return first, 1
 
-    def python_traceback(self, i: int) -> int:
-        """Read the traceback whose header is line i; the index of the first line after it."""
+    def python_traceback(self, i: int, *, headerless: bool = False) -> int:
+        """Read the traceback whose header is line i; the index of the first line after it.
+
+        ``headerless``: line i is already the first frame (a log cut above its header, or a
+        reporter that pasted only the frames).
+        """
         tb = _Traceback("python", self.lineno(i), group=self.quiet.get(i))
         self.tracebacks.append(tb)
         header_indent = _indent(self.body(i))
+        if headerless:
+            header_indent = max(0, header_indent - 2)
+            if not tb.group:
+                self.warnings.append(f"traceback without its header at log line {self.lineno(i)}")
         prefixed_style: bool | None = None  # do its frame lines carry the log prefix?
         frame_indent = header_indent
         have_code = False
         exc_sig: str | None = None
         in_exception = False
-        j, n = i + 1, len(self.lines)
+        j, n = (i if headerless else i + 1), len(self.lines)
         while j < n:
             prefix = self.prefixes[j]
             body = self.body(j)
