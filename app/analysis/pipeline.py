@@ -14,12 +14,13 @@ from app.analysis.callsites import call_sites
 from app.analysis.cfg import build_blocks, flow_graph
 from app.analysis.coverage import log_coverage
 from app.analysis.estimate import EstimateOptions, estimate
+from app.analysis.lifecycle import lifecycle
 from app.analysis.logparse import match_script_path, parse_log
 from app.analysis.logparse.frames import realign
 from app.analysis.logstatements import DEFAULT_LOG_FUNCTIONS, find_log_statements
 from app.analysis.matching import match_messages
 from app.analysis.model import Analysis, Frame, LogStatement, Program, Script
-from app.analysis.selection import select_tests
+from app.analysis.selection import is_test_function, select_tests
 from app.analysis.source import LineIndex, line_index, normalize_newlines, parse_program, parse_tree
 
 
@@ -60,16 +61,26 @@ def analyze(
     graphs = {f.fid: flow_graph(program, f) for f in program.functions}
     blocks = build_blocks(program, graphs)
     coverage = log_coverage(log_statements, match, parsed)
+    sites = call_sites(program)
     selection = select_tests(
         program,
         log,
         frames,
         (program.statements[s].function for s in error_sids),
         match.exe,
-        call_sites(program),
+        sites,
     )
     if options is None or options.log_coverage:
         warnings.extend(coverage.reasons)
+    life = lifecycle(
+        program,
+        index,
+        match,
+        frames,
+        (s.sid for s in log_statements if s.is_static and s.sid is not None),
+        sites,
+        (f.fid for f in program.functions if f.kind == "function" and is_test_function(f.name)),
+    )
     estimation = estimate(
         program,
         match,
@@ -80,6 +91,7 @@ def analyze(
         graphs=graphs,
         silent=coverage.silent,
         other_tests=selection.others,
+        life=life,
     )
     warnings.extend(estimation.warnings)
     return Analysis(
