@@ -16,7 +16,8 @@ from app.eval.cases import Case, load_cases
 from app.eval.masking import MaskingPlan
 from app.eval.runner import CaseResult, EvalOptions, evaluate
 from app.localize.llm import ModelClient
-from app.localize.result import RANKERS, TriageOptions, TriageResult
+from app.localize.result import TriageResult
+from app.options import RANKERS, TriageOptions, resolve_options
 from app.settings import get_settings
 
 
@@ -66,6 +67,10 @@ def _options(args: argparse.Namespace) -> EvalOptions:
         raise UsageError("-k must be at least 1")
     if args.repetitions < 1:
         raise UsageError("--repetitions must be at least 1")
+    try:
+        triage = resolve_options(get_settings(), ranker=args.ranker)
+    except ValueError as exc:  # pydantic's ValidationError too: a bad TCFL_* setting
+        raise UsageError(str(exc)) from exc
     return EvalOptions(
         levels=tuple(dict.fromkeys(args.level)) if args.level else LEVELS,
         ks=tuple(args.k) if args.k else None,
@@ -74,6 +79,7 @@ def _options(args: argparse.Namespace) -> EvalOptions:
         masking=MaskingPlan(repetitions=args.repetitions, seed=args.seed),
         ablation=args.ablation,
         localize=not args.no_localize,
+        triage=triage,
     )
 
 
