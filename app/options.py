@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 LEVELS: tuple[str, ...] = ("function", "block", "line")
 OUTPUT_FORMATS: tuple[str, ...] = ("json_schema", "paper")
+PROMPT_STYLES: tuple[str, ...] = ("full", "paper")  # as app.localize.prompts.PROMPT_STYLES
 RANKERS: tuple[str, ...] = ("auto", "llm", "heuristic")  # the built-in names; app.rankers has them all
 
 
@@ -33,6 +34,8 @@ class TriageOptions:
     two_phase: bool = False  # paper VI-G: functions first, then blocks/lines inside the top ones
     line_to_block: bool = False  # paper VI-D: ask for lines, answer with their blocks
     log_format: str | None = None  # a known format name or a regex with (?P<msg>...); None = detect
+    prompt_style: str = "full"  # "full": error, script frames and a log window; "paper": Figure 4 exactly
+    prompt_budget: int = 400  # tokens of failure context beyond the error message ("full" style)
 
     def validated(self) -> TriageOptions:
         """A copy with the trace name made canonical; ``ValueError`` naming the bad option otherwise."""
@@ -51,6 +54,16 @@ class TriageOptions:
             )
         if isinstance(self.log_functions, str):
             raise ValueError("log_functions must be a list of patterns, not a single string")
+        if self.prompt_style not in PROMPT_STYLES:
+            raise ValueError(
+                f"prompt_style must be one of {', '.join(PROMPT_STYLES)}, got {self.prompt_style!r}"
+            )
+        if (
+            isinstance(self.prompt_budget, bool)
+            or not isinstance(self.prompt_budget, int)
+            or self.prompt_budget < 0
+        ):
+            raise ValueError(f"prompt_budget must be an integer >= 0 (tokens), got {self.prompt_budget!r}")
         if self.log_format:
             from app.analysis.logparse import check_prefix_format
 
@@ -85,6 +98,8 @@ def resolve_options(
     two_phase: bool | None = None,
     line_to_block: bool | None = None,
     log_format: str | None = None,
+    prompt_style: str | None = None,
+    prompt_budget: int | None = None,
 ) -> TriageOptions:
     """Defaults < settings < the caller's values (None = not given); validated, ``ValueError`` if bad.
 
@@ -111,6 +126,8 @@ def resolve_options(
         "two_phase": two_phase,
         "line_to_block": line_to_block,
         "log_format": log_format or None,
+        "prompt_style": prompt_style,
+        "prompt_budget": prompt_budget,
     }
     options = replace(
         base,

@@ -15,7 +15,7 @@ from typing import Any
 from app.analysis.model import Script
 from app.analysis.pipeline import analyze
 from app.analysis.render import render
-from app.localize.prompts import build_messages
+from app.localize.prompts import build_messages, failure_text
 from app.localize.result import RankedItem, TriageResult
 from app.options import TriageOptions
 from app.rankers import choose, make_ranker
@@ -39,7 +39,7 @@ def prepare(scripts: Sequence[Script], log: str, options: TriageOptions) -> Rank
     if opts.line_to_block and opts.level == "block":
         prompt_rendered = render(analysis, opts.trace, "line")
     messages = build_messages(
-        prompt_rendered, analysis.log.error_message, opts.k, output_format=opts.output_format
+        prompt_rendered, failure_text(analysis, opts), opts.k, output_format=opts.output_format
     )
     return RankRequest(analysis, rendered, Prompt(prompt_rendered, tuple(messages)), opts)
 

@@ -15,8 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
-from app.analysis.model import Frame, ParsedLog
+from app.analysis.model import Analysis, Frame, ParsedLog
 from app.analysis.render import RenderedCode
 from app.localize.schema import RESPONSE_KEYS
 
@@ -129,6 +130,16 @@ def failure_context(
     if window:
         parts.append(window)
     return "\n\n".join(parts)
+
+
+def failure_text(analysis: Analysis, options: Any) -> str:
+    """``{err_msg}`` for one analysis under a triage's options (``prompt_style``, ``prompt_budget``)."""
+    return failure_context(
+        analysis.log,
+        analysis.error_frames,
+        style=getattr(options, "prompt_style", "full"),
+        budget=getattr(options, "prompt_budget", DEFAULT_BUDGET),
+    )
 
 
 def _failure_line(log: ParsedLog, frames: Sequence[Frame]) -> int:
