@@ -170,6 +170,49 @@ class _Prefixer:
             msg = _strip_location(msg)
         return _Prefix(fmt, level, sig, msg.rstrip())
 
+    def all(self, lines: Sequence[str]) -> list[_Prefix | None]:
+        """``self(line)`` for every line, the common formats handled inline (no call per line)."""
+        if self.pattern is None:
+            return [None] * len(lines)
+        match = self.pattern.match
+        plain: dict[int, tuple[int, int, int, int, bool, bool]] = {}
+        for key, (fmt, msg_group, level_group, sig_group) in self.table.items():
+            if fmt >= 0 and fmt not in _TRANSPORTS and fmt != _LIVE_BRACKET:
+                plain[key] = (
+                    fmt,
+                    msg_group,
+                    level_group or msg_group,
+                    sig_group or msg_group,
+                    bool(level_group),
+                    bool(sig_group),
+                )
+        levels = self.levels
+        make = tuple.__new__
+        out: list[_Prefix | None] = []
+        append = out.append
+        for line in lines:
+            m = match(line)
+            if m is None:
+                append(None)
+                continue
+            entry = plain.get(m.lastindex or 0)
+            if entry is None:
+                append(self(line))  # transports, pytest's bracket format, user patterns
+                continue
+            fmt, mg, lg, sg, has_level, has_sig = entry
+            msg, raw_level, sig = m.group(mg, lg, sg)
+            level = None
+            if has_level and raw_level:
+                level = levels.get(raw_level)
+                if level is None:
+                    level = levels[raw_level] = _level(raw_level)
+            else:
+                raw_level = None
+            if not has_sig or not sig:
+                sig = raw_level or ""
+            append(make(_Prefix, (fmt, level, sig, msg.rstrip() if msg else "", False, False)))
+        return out
+
     def level(self, raw: str) -> str:
         level = self.levels.get(raw)
         if level is None:

@@ -54,6 +54,8 @@ _RUNNER_COUNTER = re.compile(
     r"Process completed with exit code \d+\.?$"
 )
 _RUNNER_FIRST = frozenset("(RJTPFESWIC")
+# a prefixed message starting with one of these may be more than a message: the full checks run
+_SLOW_FIRST = frozenset("(RJTPFESWIC_=->" + " \t\f\v")
 _FUNC_NAME = re.compile(r"[\w<>.\[\]-]{1,200}")
 
 
@@ -113,8 +115,36 @@ class _Parser(_TracebackReader):
     def run(self) -> None:
         i, n = 0, len(self.lines)
         lines, prefixes = self.lines, self.prefixes
+        messages, offset = self.messages, self.offset + 1
+        new_message = LogMessage
+        slow_first, quiet = _SLOW_FIRST, self.quiet
         while i < n:
             prefix = prefixes[i]
+            if prefix is not None and not quiet:
+                # Most lines: a prefixed message whose text cannot start anything (no traceback,
+                # report, runner or frame shape, no continuation indent): open it and go on.
+                body = prefix[3]
+                if (
+                    body
+                    and body[0] not in slow_first
+                    and body[-1] not in ":]"
+                    and not prefix[5]
+                    and ".py" not in body
+                ):
+                    self.in_report = False
+                    opened = self.open
+                    if opened is not None:
+                        start, end, parts, level = opened
+                        text = (parts[0] if len(parts) == 1 else "\n".join(parts)).strip()
+                        if text:
+                            messages.append(
+                                new_message(len(messages), start + offset, end + offset, text, level)
+                            )
+                    self.open = (i, i, [body], prefix[1])
+                    self.open_layered = prefix[4]
+                    self.open_sig = prefix[2]
+                    i += 1
+                    continue
             body = lines[i] if prefix is None else prefix.body
             stripped = body.strip()
             if stripped.endswith(_TB_HEADER):
@@ -199,9 +229,13 @@ class _Parser(_TracebackReader):
         status keeps its reason (``(1/1) id: ERROR: reason (2.1 s)``), which names the failure
         when the log holds no traceback.
         """
-        if _RUNNER_COUNTER.match(stripped):
-            return 1
-        m = _RUNNER_STATUS.fullmatch(stripped) or _RUNNER_ARROW.fullmatch(stripped)
+        first = stripped[0]
+        if first == "(":
+            m = _RUNNER_STATUS.fullmatch(stripped)
+        else:
+            if first in "RJTP" and _RUNNER_COUNTER.match(stripped):
+                return 1
+            m = _RUNNER_ARROW.fullmatch(stripped) if " ->" in stripped else None
         if m is None:
             return 0
         status, reason = m.group("status"), (m.group("reason") or "").strip()
@@ -362,7 +396,7 @@ def parse_log(text: str, *, prefix_format: str | None = None, max_lines: int | N
         prefixer = _Prefixer(_COMBINED[-1 if detected is None else detected])
         name = "unknown" if detected is None else _FORMATS[detected][0]
 
-    prefixes = [prefixer(ln) for ln in lines]
+    prefixes = prefixer.all(lines)
     if custom is not None and not any(prefixes):
         warnings.append("the configured prefix_format matched no line of the log")
     groups = _unwrap_exception_groups(lines, prefixes) if _GROUP_HEADER in text else None
