@@ -54,6 +54,7 @@ _RUNNER_COUNTER = re.compile(
     r"Process completed with exit code \d+\.?$"
 )
 _RUNNER_FIRST = frozenset("(RJTPFESWIC")
+_RUNNER_MAX = 4000
 # a prefixed message starting with one of these may be more than a message: the full checks run
 _SLOW_FIRST = frozenset("(RJTPFESWIC_=->" + " \t\f\v")
 _FUNC_NAME = re.compile(r"[\w<>.\[\]-]{1,200}")
@@ -229,6 +230,8 @@ class _Parser(_TracebackReader):
         status keeps its reason (``(1/1) id: ERROR: reason (2.1 s)``), which names the failure
         when the log holds no traceback.
         """
+        if len(stripped) > _RUNNER_MAX:
+            return 0  # no runner writes such a line; the lazy patterns stay linear below this
         first = stripped[0]
         if first == "(":
             m = _RUNNER_STATUS.fullmatch(stripped)
