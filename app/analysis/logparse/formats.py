@@ -37,6 +37,8 @@ _FORMATS: tuple[tuple[str, str], ...] = (
         rf"(?:\[stdlog\] )?{_DATE} {_TIME} +"
         rf"(?P<sig>(?:(?:\S+ +)??\S+ +L\d+|avocado\.[\w.]+) +(?P<level>{_LEVEL}) *)\| ?(?P<msg>.*)",
     ),
+    # avocado (nrunner) debug.log stream tags around what the test printed: [stdout] msg
+    ("avocado-stream", r"\[(?:stdout|stderr|stdlog)\] ?(?P<msg>.*)"),
     # tempest / oslo.log: 2015-07-31 09:37:44,661 17897 INFO [tempest.x] msg
     #                     2015-07-31 09:37:44.661 17897 ERROR nova.compute.manager [req-1 - -] msg
     (
