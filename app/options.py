@@ -71,12 +71,15 @@ class TriageOptions:
             check_prefix_format(self.log_format)
         if isinstance(self.disabled_channels, str):
             raise ValueError("disabled_channels must be a set of channel names, not a single string")
+        from app.analysis.context import REFINEMENTS
         from app.localize.evidence import SWITCHES
 
-        unknown = sorted(set(self.disabled_channels) - SWITCHES)
+        # ranking channels, and the enhanced trace's refinements (the analysis reads those)
+        known = SWITCHES | frozenset(REFINEMENTS)
+        unknown = sorted(set(self.disabled_channels) - known)
         if unknown:
             raise ValueError(
-                f"unknown channel(s) {', '.join(unknown)}; choose from {', '.join(sorted(SWITCHES))}"
+                f"unknown channel(s) {', '.join(unknown)}; choose from {', '.join(sorted(known))}"
             )
         return replace(
             self,

@@ -12,6 +12,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from app.analysis.context import REFINEMENTS, EstimateOptions
 from app.analysis.model import Script
 from app.analysis.pipeline import analyze
 from app.analysis.render import render
@@ -27,6 +28,7 @@ from app.rankers.heuristic import HeuristicRanker
 def prepare(scripts: Sequence[Script], log: str, options: TriageOptions) -> RankRequest:
     """The static phase (no I/O): analysis, rendered code and prompt; ``ValueError`` for bad options."""
     opts = options.validated()
+    refinements_off = [name for name in opts.disabled_channels if name in REFINEMENTS]
     analysis = analyze(
         scripts,
         log,
@@ -34,6 +36,7 @@ def prepare(scripts: Sequence[Script], log: str, options: TriageOptions) -> Rank
         prefix_format=opts.log_format,
         variants=(opts.trace,),
         explain=False,
+        options=EstimateOptions().without(refinements_off) if refinements_off else None,
     )
     rendered = render(analysis, opts.trace, opts.level)
     prompt_rendered = rendered
