@@ -366,3 +366,19 @@ def test_a_view_that_is_not_subscriptable_points_at_its_producer() -> None:
     line2 = next(s for s in ranked if s.element.id == "2")
     assert Channel.EXCEPTION in _channels(line2)
     assert "3" not in [s.element.id for s in ranked[:2]]
+
+
+def test_a_frame_naming_the_script_under_another_directory_locates_the_failure() -> None:
+    code = "class T:\n    def setUp(self):\n        name = self.get_data('x')\n        path = resolve(name)\n"
+    log = (
+        "Traceback (most recent call last):\n"
+        '  File "other/place/t.py", line 4, in setUp\n'
+        '  File "/usr/lib/python3/posixpath.py", line 375, in abspath\n    path = os.fspath(path)\n'
+        "TypeError: expected str, bytes or os.PathLike object, not NoneType\n"
+    )
+    analysis = analyze([Script("tests/t.py", code)], log)
+    ranked = rank_heuristic(analysis, render(analysis, "T0", "line"), 3)
+    by_id = {s.element.id: s for s in ranked}
+    assert ranked[0].element.id == "4"
+    assert _channels(by_id["4"]) & {Channel.PSEUDO_ERROR, Channel.TRACEBACK}
+    assert "3" in by_id  # the value that was None was bound there

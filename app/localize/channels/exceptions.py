@@ -49,7 +49,7 @@ RULES: tuple[Rule, ...] = (
     (_has("FileNotFoundError", "No such file", "ENOENT", "does not exist"), _PATH, "builds or checks a path"),
     (_has("IndexError", "index out of range"), _INDEX, "indexes a sequence or checks its length"),
     (_has("KeyError"), _KEY, "reads a key or tests membership"),
-    (_has("'NoneType' object", "NoneType"), _NONE, "binds a value that can be None"),
+    (_has("NoneType"), _NONE, "binds a value that can be None"),
     (
         _has("is not subscriptable", "object is not an iterator"),
         _VIEW,
@@ -94,7 +94,7 @@ def exception_scores(ctx: Context, site: int | None) -> Scores:
                 value = LOCAL if near else ELSEWHERE
                 put(scores, sid, Signal(value, f"{what}, what this kind of error comes from", headline))
     _names(ctx, text, headline, scores)
-    if site is not None and "'NoneType' object" in text:
+    if site is not None and "NoneType" in text:
         _none_guard(ctx, site, headline, scores)
     return scores
 

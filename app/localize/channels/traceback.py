@@ -20,6 +20,7 @@ UPSTREAM = (
     "UnboundLocalError",
     "referenced before assignment",
     "'NoneType' object",
+    "not NoneType",
     "cannot access local variable",
 )
 _SPACES = re.compile(r"\s+")
