@@ -382,3 +382,21 @@ def test_a_frame_naming_the_script_under_another_directory_locates_the_failure()
     assert ranked[0].element.id == "4"
     assert _channels(by_id["4"]) & {Channel.PSEUDO_ERROR, Channel.TRACEBACK}
     assert "3" in by_id  # the value that was None was bound there
+
+
+HANDLED = """def test_a(host):
+    host.prepare()
+    try:
+        host.run("mount /dev/sdb /mnt")
+    except OSError:
+        raise TestFail("mount failed")
+    host.cleanup()
+"""
+
+
+def test_a_check_in_an_exception_handler_points_at_the_call_it_caught() -> None:
+    log = _tb("t.py", [(6, "test_a", 'raise TestFail("mount failed")')], "TestFail: mount failed")
+    ranked = _lines(_analyze(HANDLED, log))
+    ids = [s.element.id for s in ranked]
+    assert ids.index("4") < ids.index("6")
+    assert Channel.CHECK in _channels(ranked[ids.index("4")])

@@ -25,6 +25,7 @@ MAX_HOPS = 4
 MAX_VISITS = 5000  # def-use edges followed per walk: bounded whatever the script
 IMPORT_FACTOR = 0.15  # a name bound by an import: rarely the fault, often just a module receiver
 GUARD_DECAY = 0.8  # each enclosing condition further out
+HANDLED = 0.8  # a call of the try body whose exception the failing handler reports
 INITIALIZER_DECAY = 0.85  # successive statements of an initializer, for a missing attribute
 INITIALIZERS = frozenset(
     {"__init__", "setUp", "setup", "setup_method", "setUpClass", "setup_class", "asyncSetUp"}
@@ -87,11 +88,26 @@ def guards(ctx: Context, sid: int) -> list[tuple[int, float]]:
         header = statements[current]
         if header.kind in CONDITIONS:
             found.append((current, value))
+        if header.kind == StmtKind.EXCEPT:  # the handler re-reports what a call in the try body raised
+            found.extend((s, value * HANDLED) for s in _tried_calls(ctx, header))
         if header.kind in (StmtKind.ELSE, StmtKind.ELIF):
             found.extend((s, value) for s in _earlier_conditions(ctx, header))
         value *= GUARD_DECAY
         current = header.parent
     return found
+
+
+def _tried_calls(ctx: Context, handler: Statement) -> list[int]:
+    """Statements with calls in the body of the ``try`` an ``except`` clause belongs to."""
+    siblings = [
+        s
+        for s in ctx.functions[handler.function].statements
+        if ctx.statements[s].parent == handler.parent and ctx.statements[s].start_line < handler.start_line
+    ]
+    tried = next((s for s in reversed(siblings) if ctx.statements[s].kind == StmtKind.TRY), None)
+    if tried is None:
+        return []
+    return [s for s in ctx.statements[tried].body if ctx.facts.calls.get(s)][-4:]
 
 
 def _earlier_conditions(ctx: Context, clause: Statement) -> list[int]:
@@ -245,8 +261,11 @@ def check_scores(ctx: Context, site: int | None) -> Scores:
         walk(ctx, site, ctx.facts.uses.get(site, ()), weaker, quoted)
     scale = IN_PLACE if checks_in_place(ctx, site) else 1.0  # an assert's own condition is the check
     for guard, value in ((g, v * scale) for g, v in guards(ctx, site)):
-        line = ctx.statements[guard].start_line
-        put(scores, guard, Signal(value, f"condition deciding the failing check (line {line} guards it)"))
+        if ctx.statements[guard].kind in CONDITIONS:
+            detail = "condition deciding the failing check"
+        else:
+            detail = "a call of the try body whose error the failing check reports"
+        put(scores, guard, Signal(value, detail))
 
         def scaled(sid: int, hops: int, detail: str, factor: float, value: float = value) -> None:
             put(scores, sid, Signal(value * DECAY**hops * factor, f"{detail} (checked by the condition)"))
