@@ -400,3 +400,49 @@ def test_a_check_in_an_exception_handler_points_at_the_call_it_caught() -> None:
     ids = [s.element.id for s in ranked]
     assert ids.index("4") < ids.index("6")
     assert Channel.CHECK in _channels(ranked[ids.index("4")])
+
+
+CLEANUP = """class T:
+    def setUp(self):
+        \"\"\"Prepare the device.\"\"\"
+        self.dev = find()
+        if not self.dev:
+            self.cancel("no device")
+        self.mapped = map_device(self.dev)
+
+    def tearDown(self):
+        if self.mapped:
+            unmap(self.mapped)
+"""
+
+
+def test_cleanup_reading_an_attribute_an_early_exit_skipped_points_at_the_initializer() -> None:
+    log = _tb(
+        "t.py", [(10, "tearDown", "if self.mapped:")], "AttributeError: 'T' object has no attribute 'mapped'"
+    )
+    ranked = _lines(_analyze(CLEANUP, log))
+    ids = [s.element.id for s in ranked]
+    assert ids[0] in {"4", "7"}  # setUp, where the attribute belongs: its first statement or the setter
+    assert "3" not in ids[:3]
+    assert ids.index("4") < ids.index("10")
+
+
+CHAINED = """class T:
+    def setUp(self):
+        kind = self.params.get("kind")
+        if kind == "loop":
+            self.dev = "/dev/loop0"
+        elif kind == "nvdimm":
+            self.dev = "/dev/pmem0"
+            self.log_dev = "/dev/pmem1"
+
+    def test(self):
+        run(self.log_dev)
+"""
+
+
+def test_an_attribute_set_in_one_branch_of_a_chain_points_at_the_chain() -> None:
+    log = "ERROR: 'T' object has no attribute 'log_dev'\n"
+    ranked = _lines(_analyze(CHAINED, log))
+    top = {s.element.id for s in ranked[:3]}
+    assert {"4", "6"} <= top

@@ -91,7 +91,7 @@ def guards(ctx: Context, sid: int) -> list[tuple[int, float]]:
         if header.kind == StmtKind.EXCEPT:  # the handler re-reports what a call in the try body raised
             found.extend((s, value * HANDLED) for s in _tried_calls(ctx, header))
         if header.kind in (StmtKind.ELSE, StmtKind.ELIF):
-            found.extend((s, value) for s in _earlier_conditions(ctx, header))
+            found.extend((s, value) for s in earlier_conditions(ctx, header))
         value *= GUARD_DECAY
         current = header.parent
     return found
@@ -110,7 +110,7 @@ def _tried_calls(ctx: Context, handler: Statement) -> list[int]:
     return [s for s in ctx.statements[tried].body if ctx.facts.calls.get(s)][-4:]
 
 
-def _earlier_conditions(ctx: Context, clause: Statement) -> list[int]:
+def earlier_conditions(ctx: Context, clause: Statement) -> list[int]:
     siblings = [
         s
         for s in ctx.functions[clause.function].statements

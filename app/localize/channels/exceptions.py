@@ -18,13 +18,18 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from app.analysis.model import StmtKind
+from app.analysis.model import Statement, StmtKind
 from app.localize.channels import Context, Scores, Signal, put
 
 CONDITIONAL = frozenset(
     {StmtKind.IF, StmtKind.ELIF, StmtKind.ELSE, StmtKind.EXCEPT, StmtKind.FOR, StmtKind.WHILE}
 )
 
+CLEANUP_PREFIXES = ("teardown", "cleanup", "clean_up", "finalize", "destroy")
+INITIALIZERS = frozenset(
+    {"__init__", "setUp", "setup", "setup_method", "setUpClass", "setup_class", "asyncSetUp"}
+)
+CHAIN = 0.9  # earlier conditions of an if/elif chain one branch of which sets a missing attribute
 LOCAL = 1.0  # a statement of the failing function, at or before the failing line
 ELSEWHERE = 0.4
 _PATH = re.compile(
@@ -94,6 +99,9 @@ def exception_scores(ctx: Context, site: int | None) -> Scores:
                 value = LOCAL if near else ELSEWHERE
                 put(scores, sid, Signal(value, f"{what}, what this kind of error comes from", headline))
     _names(ctx, text, headline, scores)
+    attribute = re.search(r"object has no attribute '(\w+)'", text)
+    if site is not None and attribute and "module '" not in text and "NoneType" not in text:
+        _cleanup_reads(ctx, site, attribute.group(1), headline, scores)
     if site is not None and "NoneType" in text:
         _none_guard(ctx, site, headline, scores)
     return scores
@@ -178,6 +186,39 @@ def _names(ctx: Context, text: str, headline: str, scores: Scores) -> None:
             put(scores, sid, Signal(1.0, f"calls {callee}() with arguments it does not accept", headline))
 
 
+def _cleanup_reads(ctx: Context, site: int, name: str, headline: str, scores: Scores) -> None:
+    """Cleanup code (tearDown, cleanups, ``finally``) read an attribute an early exit kept from being
+    set: it belongs at the start of the class's initializer, so cleanup can always read it."""
+    function = ctx.functions[ctx.statements[site].function]
+    in_finally = False
+    current = ctx.statements[site].parent
+    while current is not None:
+        in_finally = in_finally or ctx.statements[current].kind == StmtKind.FINALLY
+        current = ctx.statements[current].parent
+    if not (in_finally or function.name.lower().startswith(CLEANUP_PREFIXES)) or "." not in function.qualname:
+        return
+    owner = function.qualname.rsplit(".", 1)[0]
+    for initializer in ctx.functions.values():
+        if initializer.name in INITIALIZERS and initializer.qualname.rsplit(".", 1)[0] == owner:
+            body = [s for s in initializer.top_level or initializer.statements if not _docstring(ctx, s)]
+            for rank, sid in enumerate(body[:3]):
+                detail = (
+                    f"start of {initializer.name}: `{name}` set here would exist for the cleanup that read it"
+                )
+                put(scores, sid, Signal(0.9**rank, detail, headline))
+
+
+def _docstring(ctx: Context, sid: int) -> bool:
+    text = ctx.facts.text.get(sid, "").lstrip()
+    return text[:1] in ("'", '"') or text[:2].lower() in ('r"', "r'")
+
+
+def chain_conditions(ctx: Context, clause: Statement) -> list[int]:
+    from app.localize.channels.dataflow import earlier_conditions
+
+    return earlier_conditions(ctx, clause) if clause.kind in (StmtKind.ELIF, StmtKind.ELSE) else []
+
+
 def _missing_attribute(ctx: Context, name: str, headline: str, scores: Scores) -> None:
     """An object lacks ``name``: set only under a condition (the condition and the setter), or set
     nowhere (its reads are the fault: a wrong name)."""
@@ -188,6 +229,14 @@ def _missing_attribute(ctx: Context, name: str, headline: str, scores: Scores) -
         guard = ctx.statements[sid].parent
         if guard is not None and ctx.statements[guard].kind in CONDITIONAL:
             put(scores, guard, Signal(1.0, f"sets `{name}` only under this condition", headline))
+            for head in chain_conditions(
+                ctx, ctx.statements[guard]
+            ):  # before the branching, it would always be set
+                put(
+                    scores,
+                    head,
+                    Signal(CHAIN, f"starts the branching that sets `{name}` in one branch only", headline),
+                )
     if not setters:
         for sid, names in facts.uses.items():
             if f"attr:{name}" in names and ctx.is_kept(sid):
