@@ -379,7 +379,7 @@ def test_a_frame_naming_the_script_under_another_directory_locates_the_failure()
     analysis = analyze([Script("tests/t.py", code)], log)
     ranked = rank_heuristic(analysis, render(analysis, "T0", "line"), 3)
     by_id = {s.element.id: s for s in ranked}
-    assert ranked[0].element.id == "4"
+    assert {s.element.id for s in ranked[:2]} == {"3", "4"}  # the failing line, and where None came from
     assert _channels(by_id["4"]) & {Channel.PSEUDO_ERROR, Channel.TRACEBACK}
     assert "3" in by_id  # the value that was None was bound there
 
