@@ -446,3 +446,16 @@ def test_an_attribute_set_in_one_branch_of_a_chain_points_at_the_chain() -> None
     ranked = _lines(_analyze(CHAINED, log))
     top = {s.element.id for s in ranked[:3]}
     assert {"4", "6"} <= top
+
+
+def test_division_by_zero_suspects_zero_and_empty_values() -> None:
+    code = (
+        "def collect():\n    return set()\n\n\n"
+        "def test_a():\n    items = collect()\n    n = 4\n    mean = n / len(items)\n"
+    )
+    log = _tb("t.py", [(8, "test_a", "mean = n / len(items)")], "ZeroDivisionError: division by zero")
+    ranked = _lines(_analyze(code, log))
+    exception = {s.element.id for s in ranked if Channel.EXCEPTION in _channels(s)}
+    assert {"2", "8"} <= exception
+    assert "7" not in exception
+    assert ranked[0].element.id == "8"

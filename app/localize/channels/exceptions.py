@@ -40,6 +40,10 @@ _KEY = re.compile(r"\w\[[\"'\w]|\bif\b[^\n]*\bin\b|\.get\(|\.keys\(|\.pop\(")
 _NONE = re.compile(r"\bNone\b|\.get\(|\.search\(|\.match\(|get_\w+\(")
 _TIMEOUT = re.compile(r"timeout|wait|retry|retries|sleep|interval|delay|poll", re.IGNORECASE)
 _PARSE = re.compile(r"\.split\(|\bint\(|\bfloat\(|\.strip\(|\.partition\(|re\.\w+\(|\bjson\.loads\(")
+_ZERO = re.compile(
+    r"(?:=|\breturn)\s*(?:\[\]|\{\}|\(\)|set\(\)|dict\(\)|list\(\)|0(?:\.0)?)\s*(?:#|$)|\blen\(|\bcount\(",
+    re.MULTILINE,
+)
 _VIEW = re.compile(r"\.keys\(|\.values\(|\.items\(|\bmap\(|\bfilter\(|\bzip\(|\brange\(|\breversed\(")
 _ARITH_TYPE = re.compile(r"\s/\s|\bfloat\(|\bstr\(|\bint\(|\.read\(|\.decode\(|\.encode\(")
 
@@ -55,6 +59,11 @@ RULES: tuple[Rule, ...] = (
     (_has("IndexError", "index out of range"), _INDEX, "indexes a sequence or checks its length"),
     (_has("KeyError"), _KEY, "reads a key or tests membership"),
     (_has("NoneType"), _NONE, "binds a value that can be None"),
+    (
+        _has("ZeroDivisionError", "division by zero", "modulo by zero"),
+        _ZERO,
+        "produces a zero or empty value",
+    ),
     (
         _has("is not subscriptable", "object is not an iterator"),
         _VIEW,
