@@ -459,3 +459,29 @@ def test_division_by_zero_suspects_zero_and_empty_values() -> None:
     assert {"2", "8"} <= exception
     assert "7" not in exception
     assert ranked[0].element.id == "8"
+
+
+def test_a_key_error_points_at_the_statements_using_that_key() -> None:
+    code = (
+        "def test_a(facts):\n    ports = facts['ports']\n    speed = facts['speed']\n"
+        "    names = {'eth0': 1}\n    use(ports, speed, names)\n"
+    )
+    log = _tb("t.py", [(5, "test_a", "use(ports, speed, names)")], "KeyError: 'speed'")
+    ranked = _lines(_analyze(code, log))
+    line3 = next(s for s in ranked if s.element.id == "3")
+    assert any(e.channel == Channel.EXCEPTION and "'speed'" in e.detail for e in line3.evidence)
+    assert ranked[0].element.id in {"3", "5"}
+
+
+def test_a_failing_check_helper_is_a_check_on_its_arguments() -> None:
+    code = (
+        "def test_a(vm):\n    status = vm.run('start')\n    expected = 1\n"
+        "    check_exit_status(status, expected)\n"
+    )
+    log = _tb(
+        "t.py", [(4, "test_a", "check_exit_status(status, expected)")], "TestFail: exit status 0, expected 1"
+    )
+    ranked = _lines(_analyze(code, log))
+    checked = {s.element.id for s in ranked if Channel.CHECK in _channels(s)}
+    assert {"2", "3"} <= checked
+    assert ranked[0].element.id == "4"

@@ -32,6 +32,7 @@ INITIALIZERS = frozenset(
 )
 CHECK_CALLS = frozenset({"fail", "cancel", "skip", "skipTest", "fail_json", "xfail"})
 SELF_CHECK_CALLS = frozenset({"error"})  # only as ``self.error``/``test.error``: else it is a log call
+CHECK_PREFIXES = ("assert", "check_", "verify_", "validate_", "ensure_", "expect_")
 CHECK_RECEIVERS = frozenset({"self", "test", "pytest", "cls"})
 IN_PLACE = 0.5  # definitions of values an assert checks: the assert itself is as likely
 CRASH = re.compile(
@@ -60,7 +61,7 @@ def is_check(ctx: Context, sid: int) -> bool:
     if stmt.kind == StmtKind.RAISE:
         return re.fullmatch(r"\s*raise\s*", ctx.facts.text.get(sid, "")) is None  # not a bare re-raise
     for call in ctx.facts.calls.get(sid, ()):
-        if call.callee in CHECK_CALLS or call.callee.startswith("assert") or call.callee.endswith("_assert"):
+        if call.callee in CHECK_CALLS or _checking(call.callee):
             return True
         if call.callee in SELF_CHECK_CALLS and call.receiver in CHECK_RECEIVERS:
             return True
@@ -71,10 +72,12 @@ def checks_in_place(ctx: Context, sid: int) -> bool:
     """The check's condition is the statement itself (``assert x``, ``assertEqual(a, b)``)."""
     if ctx.statements[sid].kind == StmtKind.ASSERT:
         return True
-    return any(
-        call.callee.startswith("assert") or call.callee.endswith("_assert")
-        for call in ctx.facts.calls.get(sid, ())
-    )
+    return any(_checking(call.callee) for call in ctx.facts.calls.get(sid, ()))
+
+
+def _checking(callee: str) -> bool:
+    """A function whose job is to fail the test when its arguments are wrong (assertX, check_status...)."""
+    return callee.startswith(CHECK_PREFIXES) or callee.endswith("_assert")
 
 
 def guards(ctx: Context, sid: int) -> list[tuple[int, float]]:

@@ -30,7 +30,7 @@ INITIALIZERS = frozenset(
     {"__init__", "setUp", "setup", "setup_method", "setUpClass", "setup_class", "asyncSetUp"}
 )
 CHAIN = 0.9  # earlier conditions of an if/elif chain one branch of which sets a missing attribute
-LOCAL = 1.0  # a statement of the failing function, at or before the failing line
+LOCAL = 0.8  # a statement of the failing function, at or before the failing line
 ELSEWHERE = 0.4
 _PATH = re.compile(
     r"os\.path\.|\bjoin\(|get_data\(|chdir\(|\bopen\(|exists\(|isfile\(|isdir\(|Path\(|[\"'][\w.-]*/"
@@ -108,6 +108,11 @@ def exception_scores(ctx: Context, site: int | None) -> Scores:
                 value = LOCAL if near else ELSEWHERE
                 put(scores, sid, Signal(value, f"{what}, what this kind of error comes from", headline))
     _names(ctx, text, headline, scores)
+    key = re.search(r"KeyError: ['\"]([^'\"\n]{1,80})['\"]", text)
+    if key:
+        for sid, body in ctx.facts.text.items():
+            if (f"'{key.group(1)}'" in body or f'"{key.group(1)}"' in body) and ctx.is_kept(sid):
+                put(scores, sid, Signal(1.0, f"uses the key {key.group(1)!r} the error names", headline))
     attribute = re.search(r"object has no attribute '(\w+)'", text)
     if site is not None and attribute and "module '" not in text and "NoneType" not in text:
         _cleanup_reads(ctx, site, attribute.group(1), headline, scores)
