@@ -36,6 +36,9 @@ class RankRequest:
     rendered: RenderedCode  # at the requested level: the elements a ranking may name
     prompt: Prompt
     options: TriageOptions
+    # the heuristic's best picks for ``rendered``, computed ahead where the analysis ran (the
+    # service's worker process), so ranking in the server does not redo that work
+    heuristic: tuple[RenderedCode, tuple[Pick, ...]] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
