@@ -16,6 +16,7 @@ from app.analysis.model import TRACE_ALIASES, VARIANTS, Analysis, Loc, resolve_v
 from app.analysis.pipeline import analyze
 from app.analysis.render import LEVELS
 from app.localize.result import RANKERS
+from app.service.cases import triage_options
 from app.service.dashboard.accuracy import ACCURACY_KS
 from app.service.dashboard.auth import (
     COOKIE,
@@ -148,8 +149,13 @@ async def triage_page(
             notices.append(f"{exc}; showing {ranked_variant}")
     analysis: Analysis | None = None
     try:
+        stored = triage_options(case.options)
         analysis = await asyncio.to_thread(
-            analyze, case.scripts, case.log, log_functions=tuple(case.options.get("log_functions") or ())
+            analyze,
+            case.scripts,
+            case.log,
+            log_functions=stored.log_functions,
+            prefix_format=stored.log_format,
         )
     except ValueError as exc:
         notices.append(f"the stored case cannot be analysed again: {exc}")

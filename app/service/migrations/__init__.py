@@ -9,6 +9,7 @@ MODEL_MODULES: tuple[str, ...] = (
     "app.service.store",
     "app.service.dashboard.feedback",
     "app.service.history_store",
+    "app.service.ci_runs",
 )
 
 
