@@ -263,7 +263,6 @@ def test_interrupted_synchronous_triages_are_marked_failed(store: Store) -> None
 
 
 def test_the_migration_check_runs_only_when_the_schema_differs(tmp_path: Path) -> None:
-    from sqlalchemy import text
 
     from app.service.store import make_engine, migrate, schema_is_current, script_heads
 
@@ -273,9 +272,16 @@ def test_the_migration_check_runs_only_when_the_schema_differs(tmp_path: Path) -
         assert not schema_is_current(engine)  # no table yet
         migrate(engine)
         assert schema_is_current(engine)
-        with engine.begin() as conn:
-            conn.execute(text("DROP TABLE feedback"))  # what 0002 added: back to a 0001 database
-            conn.execute(text("UPDATE alembic_version SET version_num = '0001'"))
+        from alembic import command
+        from alembic.config import Config
+
+        from app.service.store import MIGRATIONS_DIR
+
+        cfg = Config(str(MIGRATIONS_DIR / "alembic.ini"))
+        cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+        with engine.begin() as conn:  # back to a 0001 database, whatever came after it
+            cfg.attributes["connection"] = conn
+            command.downgrade(cfg, "0001")
         assert not schema_is_current(engine)  # an older schema: alembic upgrades it
         migrate(engine)
         assert schema_is_current(engine)
