@@ -149,7 +149,12 @@ async def ingest(
         except IngestError as exc:
             raise HTTPException(422, str(exc)) from None
         report = await triage_results(
-            results, checkout, options, runtime.client, max_files=runtime.settings.max_files_per_case
+            results,
+            checkout,
+            options,
+            runtime.client,
+            max_files=runtime.settings.max_files_per_case,
+            max_log_bytes=runtime.settings.max_log_bytes,
         )
     report, run_id = await asyncio.to_thread(_store, runtime, report, options, str(fields.get("name") or ""))
     if out_format == "json":
