@@ -25,6 +25,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
+from app.localize.inflight import OVERLOAD_STATUS, AdaptiveLimit
+
 if TYPE_CHECKING:
     from collections.abc import Callable
     from types import TracebackType
@@ -67,9 +69,10 @@ class ModelError(Exception):
 class _Retryable(Exception):
     """One failed attempt worth retrying; ``retry_after`` is the server's hint in seconds."""
 
-    def __init__(self, reason: str, retry_after: float | None = None) -> None:
+    def __init__(self, reason: str, retry_after: float | None = None, status: int | None = None) -> None:
         super().__init__(reason)
         self.retry_after = retry_after
+        self.status = status
 
 
 def normalize_base_url(url: str) -> str:
@@ -133,7 +136,7 @@ class ModelClient:
         self.max_retry_after_s = max_retry_after_s
         self._model = model or None
         self._model_lock = asyncio.Lock()
-        self._slots = asyncio.Semaphore(concurrency)
+        self._slots = AdaptiveLimit(concurrency)  # backs off on 429/503 and rising latency
         headers = {"Accept": "application/json"}
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
@@ -250,8 +253,14 @@ class ModelClient:
         for attempt in range(attempts):
             try:
                 async with self._slots:
-                    return read(await self._attempt(method, path, payload)), attempt + 1
+                    sent = time.perf_counter()
+                    body = await self._attempt(method, path, payload)
+                    if method == "POST":  # completions only: a model listing says nothing of load
+                        self._slots.observed(time.perf_counter() - sent)
+                    return read(body), attempt + 1
             except _Retryable as exc:
+                if exc.status in OVERLOAD_STATUS:
+                    self._slots.overloaded()
                 reason = str(exc)
                 if attempt + 1 == attempts:
                     break
@@ -282,7 +291,9 @@ class ModelClient:
         status = response.status_code
         if status in _RETRYABLE_STATUS or status >= 500:
             raise _Retryable(
-                f"HTTP {status}: {_error_text(response)}", _retry_after(response.headers.get("retry-after"))
+                f"HTTP {status}: {_error_text(response)}",
+                _retry_after(response.headers.get("retry-after")),
+                status,
             )
         if status != 200:
             raise ModelError(
