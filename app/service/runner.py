@@ -10,7 +10,7 @@ from app.localize.llm import ModelClient
 from app.rankers.base import RankRequest
 from app.service.cases import triage_options
 from app.service.metrics import Metrics
-from app.service.store import Case
+from app.service.store import Submission
 from app.triage import prepare, rank
 
 
@@ -21,7 +21,7 @@ class Runner:
         self.client = client
         self.metrics = metrics
 
-    async def __call__(self, case: Case) -> dict[str, Any]:
+    async def __call__(self, case: Submission) -> dict[str, Any]:
         # the static phase runs off the event loop, so it overlaps the model calls of other items
         request, started = await asyncio.to_thread(_prepare, case)
         result = await rank(request, client=self.client, started=started)
@@ -32,6 +32,6 @@ class Runner:
         return data
 
 
-def _prepare(case: Case) -> tuple[RankRequest, float]:
+def _prepare(case: Submission) -> tuple[RankRequest, float]:
     started = time.perf_counter()
     return prepare(case.scripts, case.log, triage_options(case.options)), started
