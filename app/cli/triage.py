@@ -187,9 +187,9 @@ def _store(
     warnings: list[str],
 ) -> int | None:
     """Record the triage like the API does; a database problem is a warning, never a lost result."""
-    from app.service.store import Case, Store, safe_url
+    from app.service.store import Store, Submission, safe_url
 
-    case = Case(scripts=tuple(scripts), log=log, options=options.to_dict(), test_id=test_id)
+    case = Submission(scripts=tuple(scripts), log=log, options=options.to_dict(), test_id=test_id)
     try:
         store = Store.open(settings.database_url)
         try:
