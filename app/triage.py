@@ -12,11 +12,13 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from app.analysis.context import REFINEMENTS, EstimateOptions
 from app.analysis.grounding import missing_evidence
 from app.analysis.model import Script
 from app.analysis.pipeline import analyze
 from app.analysis.render import render
-from app.localize.prompts import build_messages
+from app.localize.heuristic import has_evidence
+from app.localize.prompts import build_messages, failure_text
 from app.localize.result import RankedItem, TriageResult
 from app.options import TriageOptions
 from app.rankers import choose, make_ranker
@@ -27,6 +29,7 @@ from app.rankers.heuristic import HeuristicRanker
 def prepare(scripts: Sequence[Script], log: str, options: TriageOptions) -> RankRequest:
     """The static phase (no I/O): analysis, rendered code and prompt; ``ValueError`` for bad options."""
     opts = options.validated()
+    refinements_off = [name for name in opts.disabled_channels if name in REFINEMENTS]
     analysis = analyze(
         scripts,
         log,
@@ -34,13 +37,14 @@ def prepare(scripts: Sequence[Script], log: str, options: TriageOptions) -> Rank
         prefix_format=opts.log_format,
         variants=(opts.trace,),
         explain=False,
+        options=EstimateOptions().without(refinements_off) if refinements_off else None,
     )
     rendered = render(analysis, opts.trace, opts.level)
     prompt_rendered = rendered
     if opts.line_to_block and opts.level == "block":
         prompt_rendered = render(analysis, opts.trace, "line")
     messages = build_messages(
-        prompt_rendered, analysis.log.error_message, opts.k, output_format=opts.output_format
+        prompt_rendered, failure_text(analysis, opts), opts.k, output_format=opts.output_format
     )
     return RankRequest(analysis, rendered, Prompt(prompt_rendered, tuple(messages)), opts)
 
@@ -60,8 +64,7 @@ async def rank(request: RankRequest, *, client: Any | None, started: float | Non
         started = time.perf_counter()
     static_ms = (time.perf_counter() - started) * 1000.0
     opts, analysis, rendered = request.options, request.analysis, request.rendered
-    gaps = missing_evidence(analysis)
-    warnings = [*analysis.warnings, *gaps]
+    warnings = list(analysis.warnings)
     if opts.line_to_block and opts.level != "block":
         warnings.append("line_to_block applies to block-level triage only; ignored")
     if opts.two_phase and opts.level == "function":
@@ -76,6 +79,14 @@ async def rank(request: RankRequest, *, client: Any | None, started: float | Non
     if len(items) < opts.k and (answer.name != HeuristicRanker.name or not answer.picks):
         items = _fill_in(items, request, answer.name)
 
+    evidence_found = answer.name != HeuristicRanker.name or any(has_evidence(item.evidence) for item in items)
+    if not evidence_found and items:
+        warnings.append(
+            "no evidence in the failure points at any element (no frame, check, value or quoted text): "
+            "the ranking is a guess from the code's structure"
+        )
+        # what the log lacked, and which option may fix it (--log-function, --log-format)
+        warnings.extend(missing_evidence(analysis))
     trace = analysis.traces[opts.trace]
     return TriageResult(
         error_message=analysis.log.error_message,
@@ -98,7 +109,7 @@ async def rank(request: RankRequest, *, client: Any | None, started: float | Non
         prompt_lines=request.prompt.lines,
         warnings=tuple(dict.fromkeys(warnings)),
         options=opts,
-        evidence_found=not gaps,
+        evidence_found=evidence_found,
     )
 
 
@@ -111,12 +122,13 @@ def _fill_in(items: list[RankedItem], request: RankRequest, ranker: str) -> list
         if len(items) >= k:
             break
         if pick.element.id not in taken:
-            items.append(_item(len(items) + 1, Pick(pick.element, pick.score, note + pick.reason)))
+            filled = Pick(pick.element, pick.score, note + pick.reason, pick.evidence)
+            items.append(_item(len(items) + 1, filled, filled=ranker != HeuristicRanker.name))
             taken.add(pick.element.id)
     return items
 
 
-def _item(rank: int, pick: Pick) -> RankedItem:
+def _item(rank: int, pick: Pick, *, filled: bool = False) -> RankedItem:
     element = pick.element
     return RankedItem(
         rank=rank,
@@ -127,4 +139,6 @@ def _item(rank: int, pick: Pick) -> RankedItem:
         code=element.code,
         score=pick.score,
         reason=pick.reason,
+        evidence=pick.evidence,
+        filled=filled,
     )

@@ -13,7 +13,7 @@ import argparse
 import importlib
 import sys
 
-SUBCOMMANDS = ("trace", "triage", "eval", "corpus", "batch", "serve", "bench")
+SUBCOMMANDS = ("trace", "triage", "ci", "eval", "corpus", "batch", "serve", "bench", "ingest", "history")
 
 EXIT_OK = 0
 EXIT_FAILURE = 1

@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from app.analysis.context import REFINEMENTS
 from app.analysis.estimate import EstimateOptions
 from app.analysis.model import TRACE_ALIASES, VARIANTS, Analysis, Loc, State, resolve_variant
 from app.analysis.pipeline import analyze
@@ -41,6 +42,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     for flag in ("call-site-inference", "termination", "walk-semantics", "normal-return"):
         p.add_argument(f"--no-{flag}", action="store_true", help=f"tplus without {flag.replace('-', ' ')}")
     p.add_argument(
+        "--without",
+        action="append",
+        default=[],
+        choices=sorted(REFINEMENTS),
+        metavar="RULE",
+        help=f"tplus without this refinement (repeatable): {', '.join(sorted(REFINEMENTS))}",
+    )
+    p.add_argument(
         "--json", action="store_true", help="machine-readable output (the JSON report described in README)"
     )
     p.set_defaults(func=run)
@@ -55,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
         termination=not args.no_termination,
         walk_semantics=not args.no_walk_semantics,
         normal_return=not args.no_normal_return,
-    )
+    ).without(args.without)
     try:
         settings = get_settings()
         resolved = resolve_options(settings, log_functions=args.log_function, log_format=args.log_format)

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.localize.evidence import Evidence
 from app.localize.repair import PostprocessCounts
 from app.options import RANKERS, TriageOptions
 
@@ -27,6 +28,8 @@ class RankedItem:
     code: str
     score: float | None  # heuristic score; None for the model's own items
     reason: str
+    evidence: tuple[Evidence, ...] = ()  # why, strongest first
+    filled: bool = False  # a heuristic item filling in another ranker's short answer
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -38,6 +41,7 @@ class RankedItem:
             "code": self.code,
             "score": self.score,
             "reason": self.reason,
+            "evidence": [e.to_dict() for e in self.evidence],
         }
 
     @classmethod
@@ -51,6 +55,7 @@ class RankedItem:
             code=str(data.get("code") or ""),
             score=data.get("score"),
             reason=str(data.get("reason") or ""),
+            evidence=tuple(Evidence.from_dict(e) for e in data.get("evidence") or ()),
         )
 
 

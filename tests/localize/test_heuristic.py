@@ -9,6 +9,7 @@ import pytest
 from app.analysis.model import Analysis, Loc, Script
 from app.analysis.pipeline import analyze
 from app.analysis.render import LEVELS, render
+from app.localize.evidence import Channel
 from app.localize.heuristic import bm25, code_tokens, query_tokens, rank_heuristic
 from tests.conftest import BENCHMARK, load_case, running_example
 
@@ -79,8 +80,8 @@ def test_unbound_local_points_at_the_conditional_assignment() -> None:
     analysis, _ = real("tpl-mtu-unbound-local")
     ranked = rank_heuristic(analysis, render(analysis, "tplus", "line"), 5)
     ids = [s.element.id for s in ranked]
-    assert ids[0] == "179"
-    assert "177" in ids and "176" in ids
+    assert set(ids[:3]) >= {"176", "177"}  # the conditional assignment, not the use it failed to reach
+    assert "179" in ids
 
 
 def test_scripts_without_any_failure_evidence_still_rank() -> None:
@@ -139,4 +140,4 @@ def test_without_traceback_the_code_after_the_last_logged_line_is_suspected() ->
     assert not analysis.error_frames
     ranked = rank_heuristic(analysis, render(analysis, "T0", "line"), 4)
     assert [s.element.id for s in ranked] == ["9", "10", "11", "12"]
-    assert all(s.reason == "ran shortly before the failure" for s in ranked[:3])
+    assert all(Channel.PROXIMITY in {e.channel for e in s.evidence} for s in ranked[:3])
