@@ -347,7 +347,9 @@ def _store(runtime: Runtime, report: CiReport, options: TriageOptions, source: s
         if item.result is None:
             stored.append(item)
             continue
-        case = Submission(scripts=item.sources, log=item.run.log, options=opts, test_id=item.run.test_id[:200])
+        case = Submission(
+            scripts=item.sources, log=item.run.log, options=opts, test_id=item.run.test_id[:200]
+        )
         triage_id = runtime.store.create_request(case)
         runtime.store.save_result(triage_id, {**item.result.to_dict(), "id": triage_id})
         stored.append(replace(item, triage_id=triage_id))
