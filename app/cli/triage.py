@@ -18,7 +18,7 @@ from app.cli import UsageError
 from app.cli.io import read_log, read_scripts
 from app.localize.prompts import OUTPUT_FORMATS
 from app.localize.result import TriageResult
-from app.options import TriageOptions, resolve_options
+from app.options import PROMPT_STYLES, TriageOptions, resolve_options
 from app.rankers import AUTO, ranker_names
 from app.settings import Settings, get_settings
 from app.triage import triage
@@ -51,6 +51,17 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--model", metavar="NAME", help="model name (default: TCFL_MODEL, else the server's first model)"
     )
     p.add_argument("--output-format", choices=OUTPUT_FORMATS, help="json_schema (default) or paper")
+    p.add_argument(
+        "--prompt-style",
+        choices=PROMPT_STYLES,
+        help="full (default: error, script frames, log window) or paper (the error message alone)",
+    )
+    p.add_argument(
+        "--prompt-budget",
+        type=int,
+        metavar="TOKENS",
+        help="tokens of log context in the prompt (default 400)",
+    )
     p.add_argument(
         "--two-phase", action="store_true", help="rank functions first, then elements inside the top ones"
     )
@@ -112,6 +123,8 @@ def run(args: argparse.Namespace) -> int:
             two_phase=args.two_phase or None,
             line_to_block=args.line_to_block or None,
             log_format=args.log_format,
+            prompt_style=args.prompt_style,
+            prompt_budget=args.prompt_budget,
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
@@ -174,9 +187,9 @@ def _store(
     warnings: list[str],
 ) -> int | None:
     """Record the triage like the API does; a database problem is a warning, never a lost result."""
-    from app.service.store import Case, Store, safe_url
+    from app.service.store import Store, Submission, safe_url
 
-    case = Case(scripts=tuple(scripts), log=log, options=options.to_dict(), test_id=test_id)
+    case = Submission(scripts=tuple(scripts), log=log, options=options.to_dict(), test_id=test_id)
     try:
         store = Store.open(settings.database_url)
         try:

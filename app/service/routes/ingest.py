@@ -34,7 +34,7 @@ from app.service.cases import triage_options
 from app.service.ci_runs import CiRunStore
 from app.service.deps import Runtime, RuntimeDep
 from app.service.routes.triage import ERRORS, MAX_ID
-from app.service.store import Case
+from app.service.store import Submission
 from app.settings import Settings
 
 router = APIRouter(tags=["ci"])
@@ -149,7 +149,12 @@ async def ingest(
         except IngestError as exc:
             raise HTTPException(422, str(exc)) from None
         report = await triage_results(
-            results, checkout, options, runtime.client, max_files=runtime.settings.max_files_per_case
+            results,
+            checkout,
+            options,
+            runtime.client,
+            max_files=runtime.settings.max_files_per_case,
+            max_log_bytes=runtime.settings.max_log_bytes,
         )
     report, run_id = await asyncio.to_thread(_store, runtime, report, options, str(fields.get("name") or ""))
     if out_format == "json":
@@ -342,7 +347,9 @@ def _store(runtime: Runtime, report: CiReport, options: TriageOptions, source: s
         if item.result is None:
             stored.append(item)
             continue
-        case = Case(scripts=item.sources, log=item.run.log, options=opts, test_id=item.run.test_id[:200])
+        case = Submission(
+            scripts=item.sources, log=item.run.log, options=opts, test_id=item.run.test_id[:200]
+        )
         triage_id = runtime.store.create_request(case)
         runtime.store.save_result(triage_id, {**item.result.to_dict(), "id": triage_id})
         stored.append(replace(item, triage_id=triage_id))
