@@ -8,6 +8,7 @@ import importlib
 MODEL_MODULES: tuple[str, ...] = (
     "app.service.store",
     "app.service.dashboard.feedback",
+    "app.service.history_store",
     "app.service.ci_runs",
 )
 

@@ -36,7 +36,7 @@ from app.service.dashboard.auth import KeyedRoute
 from app.service.dashboard.pages import render
 from app.service.deps import Runtime, RuntimeDep
 from app.service.routes.triage import ERRORS, MAX_ID
-from app.service.store import Case
+from app.service.store import Submission
 from app.settings import Settings
 
 router = APIRouter(tags=["ci"])
@@ -362,7 +362,9 @@ def _store(runtime: Runtime, report: CiReport, options: TriageOptions, source: s
         if item.result is None:
             stored.append(item)
             continue
-        case = Case(scripts=item.sources, log=item.run.log, options=opts, test_id=item.run.test_id[:200])
+        case = Submission(
+            scripts=item.sources, log=item.run.log, options=opts, test_id=item.run.test_id[:200]
+        )
         triage_id = runtime.store.create_request(case)
         runtime.store.save_result(triage_id, {**item.result.to_dict(), "id": triage_id})
         stored.append(replace(item, triage_id=triage_id))
