@@ -55,7 +55,10 @@ def metric(text: str, name: str) -> float:
 
 @pytest.fixture(scope="module")
 def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """One server, one analysis worker, a 0.5 s CPU deadline (the 4,900-branch chain costs about 1 s of CPU); limits otherwise at their defaults."""
+    """One server, one analysis worker, a 0.5 s CPU deadline; limits otherwise at their defaults.
+
+    The 4,900-branch chain of the deadline test costs about 1 s of CPU: a 2x margin.
+    """
     workdir = tmp_path_factory.mktemp("hostile")
     env = {"TCFL_ANALYSIS_WORKERS": "1", "TCFL_ANALYSIS_CPU_S": "0.5"}
     server = Server(f"sqlite:///{workdir / 'h.db'}", workdir, env=env).start()
