@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 CODE_PREVIEW_LINES = 4
 EVIDENCE_LINES = 3  # evidence records shown under each ranked element
+GUESS_EXIT = EXIT_NO_EVIDENCE  # ranked, but nothing in the failure pointed anywhere: the ranking is a guess
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -185,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
     # warnings (the model fallback among them) once each, on stderr, in both output modes
     for warning in dict.fromkeys([*result_warnings, *result.warnings]):
         print(f"tcfl: warning: {printable(warning)}", file=sys.stderr)
-    return EXIT_OK if result.evidence_found else EXIT_NO_EVIDENCE
+    return EXIT_OK if result.evidence_found or not result.ranking else GUESS_EXIT
 
 
 _MODEL_FLAGS = (
@@ -316,7 +317,8 @@ def format_result(result: TriageResult) -> str:
         out.append(f"    why: {item.reason}")
         for ev in item.evidence[:EVIDENCE_LINES]:
             origin = f"  <- log line {ev.source_line}" if ev.source_line else ""
-            out.append(f"      [{ev.channel}] {ev.path}:{ev.line} {ev.detail} (+{ev.weight:.2f}){origin}")
+            detail = printable(ev.detail)
+            out.append(f"      [{ev.channel}] {ev.path}:{ev.line} {detail} (+{ev.weight:.2f}){origin}")
         code = item.code.splitlines()
         for line in code[:CODE_PREVIEW_LINES]:
             out.append(f"    | {line}")
