@@ -13,6 +13,7 @@ import asyncio
 import base64
 import binascii
 import json
+import logging
 import tempfile
 from pathlib import Path
 from typing import Annotated, Any
@@ -36,6 +37,8 @@ from app.service.deps import Runtime, RuntimeDep
 from app.service.routes.triage import ERRORS, MAX_ID
 from app.service.store import Submission
 from app.settings import Settings
+
+log = logging.getLogger(__name__)
 
 router = APIRouter(tags=["ci"])
 
@@ -358,4 +361,15 @@ def _store(runtime: Runtime, report: CiReport, options: TriageOptions, source: s
     run_id = CiRunStore(runtime.store.engine).create(
         report.format, source, {k: body[k] for k in ("summary", "groups", "warnings")}, body["tests"]
     )
+    _record_history(runtime, report, source)
     return report, run_id
+
+
+def _record_history(runtime: Runtime, report: CiReport, source: str) -> None:
+    """Every test's run, passes too, goes to the CI history; a failure here never fails the ingest."""
+    from app.service.history_store import HistoryStore, records_from_ci
+
+    try:
+        HistoryStore(runtime.store).add_runs(records_from_ci(report, source))
+    except Exception:
+        log.exception("ingested runs not recorded in the CI history")
