@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 CODE_PREVIEW_LINES = 4
 EVIDENCE_LINES = 3  # evidence records shown under each ranked element
+GUESS_EXIT = 3  # ranked, but nothing in the failure pointed anywhere: the ranking is a guess
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -165,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
                 f"\nSaved as triage {saved} in {safe_url(settings.database_url)}"
                 f" (see it with `tcfl serve`: /triage/{saved})\n"
             )
-    return 0
+    return 0 if result.evidence_found or not result.ranking else GUESS_EXIT
 
 
 def _client(settings: Settings, options: TriageOptions, model_url: str | None) -> ModelClient | None:

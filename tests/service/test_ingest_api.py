@@ -181,3 +181,21 @@ def test_a_test_log_over_the_limit_is_named_not_triaged(api: httpx.Client, py_re
     big = failed[0].get("classname") + "." + failed[0].get("name")
     assert "max_log_bytes=120000" in problems[big]
     assert sum(1 for p in problems.values() if p is None) == 1
+
+
+def test_the_dashboard_lists_the_run_with_links_to_each_triage(
+    api: httpx.Client, py_results: PytestRun
+) -> None:
+    body = {
+        "results": {"content": py_results.junit.read_text()},
+        "scripts": _scripts(),
+        "ranker": "heuristic",
+    }
+    report = api.post("/v1/ingest", json=body).json()
+    page = api.get(report["dashboard"])
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    for test in report["tests"]:
+        assert test["test_id"] in page.text
+        assert f'href="/triage/{test["triage_id"]}"' in page.text
+    assert page.text.count("<h2>Group ") == len(report["groups"])
+    assert api.get("/runs/999999").status_code == 404

@@ -172,8 +172,12 @@ class _Prefixer:
             msg = _strip_location(msg)
         return _Prefix(fmt, level, sig, msg.rstrip())
 
-    def all(self, lines: Sequence[str]) -> list[_Prefix | None]:
-        """``self(line)`` for every line, the common formats handled inline (no call per line)."""
+    def all(self, lines: list[str]) -> list[_Prefix | None]:
+        """``self(line)`` for every line, the common formats handled inline (no call per line).
+
+        A prefixed line's raw text is replaced by "" in ``lines`` once its prefix is read: the
+        parser reads a prefixed line only through its body, and the log is not held twice.
+        """
         if self.pattern is None:
             return [None] * len(lines)
         match = self.pattern.match
@@ -192,15 +196,19 @@ class _Prefixer:
         make = tuple.__new__
         out: list[_Prefix | None] = []
         append = out.append
-        for line in lines:
+        for i, line in enumerate(lines):
             m = match(line)
             if m is None:
                 append(None)
                 continue
             entry = plain.get(m.lastindex or 0)
             if entry is None:
-                append(self(line))  # transports, pytest's bracket format, user patterns
+                prefix = self(line)  # transports, pytest's bracket format, user patterns
+                append(prefix)
+                if prefix is not None:
+                    lines[i] = ""
                 continue
+            lines[i] = ""
             fmt, mg, lg, sg, has_level, has_sig = entry
             msg, raw_level, sig = m.group(mg, lg, sg)
             level = None

@@ -6,8 +6,13 @@ prevented it: FileNotFoundError -> path construction and existence checks; Index
 indexing and emptiness checks; KeyError -> key access and membership tests; ``'NoneType'
 object has no attribute`` -> bindings that can be None; TypeError on arguments -> the callee's
 definition and call sites; timeouts -> timeout/wait/retry arguments; ValueError on parsing ->
-split/int/float conversions; NameError/ImportError -> imports and the definitions of the name;
-AttributeError of a module -> its import. Statements in the failing function count more.
+split/int/float conversions; NameError/UnboundLocalError -> the definitions of the name and the
+conditions they sit under; ImportError -> imports; AttributeError of a module -> its import;
+ZeroDivisionError -> zero and empty values, lengths and counts; ``not subscriptable`` -> views
+and iterators; KeyError 'k' -> the statements using 'k'. A missing attribute the scripts set
+somewhere was not set on this path (the setter, the condition or branch chain around it; read by
+cleanup code: the start of the initializer); one set nowhere is a wrong name at its reads.
+Statements that ran on the way to the failure count more.
 
 Smells are almost always faults: ``is`` with a literal, a comparison with the string
 ``'None'``/``'True'``/``'False'``.
@@ -20,15 +25,13 @@ from collections.abc import Callable
 
 from app.analysis.model import Statement, StmtKind
 from app.localize.channels import Context, Scores, Signal, put
+from app.localize.channels.dataflow import INITIALIZERS, definitions, earlier_conditions, guards
 
 CONDITIONAL = frozenset(
     {StmtKind.IF, StmtKind.ELIF, StmtKind.ELSE, StmtKind.EXCEPT, StmtKind.FOR, StmtKind.WHILE}
 )
 
 CLEANUP_PREFIXES = ("teardown", "cleanup", "clean_up", "finalize", "destroy")
-INITIALIZERS = frozenset(
-    {"__init__", "setUp", "setup", "setup_method", "setUpClass", "setup_class", "asyncSetUp"}
-)
 CHAIN = 0.9  # earlier conditions of an if/elif chain one branch of which sets a missing attribute
 LOCAL = 0.8  # a statement of the failing function, at or before the failing line
 ELSEWHERE = 0.4
@@ -123,8 +126,6 @@ def exception_scores(ctx: Context, site: int | None) -> Scores:
 
 def _none_guard(ctx: Context, site: int, headline: str, scores: Scores) -> None:
     """A value was None at the failing line: the condition that let it through, and where it was bound."""
-    from app.localize.channels.dataflow import definitions, guards
-
     for guard, value in guards(ctx, site)[:2]:
         put(
             scores,
@@ -228,8 +229,6 @@ def _docstring(ctx: Context, sid: int) -> bool:
 
 
 def chain_conditions(ctx: Context, clause: Statement) -> list[int]:
-    from app.localize.channels.dataflow import earlier_conditions
-
     return earlier_conditions(ctx, clause) if clause.kind in (StmtKind.ELIF, StmtKind.ELSE) else []
 
 

@@ -45,17 +45,25 @@ def frame_sid(ctx: Context, frame: Frame) -> int | None:
     """The statement a frame points at; by its printed source text when the line number is stale."""
     sid = ctx.sid_of_line.get(Loc(frame.path, frame.line))
     printed = _SPACES.sub(" ", frame.code or "").strip()
-    if not printed or (sid is not None and printed in _SPACES.sub(" ", ctx.facts.text.get(sid, ""))):
+    if not printed or (sid is not None and _in_statement(ctx, sid, printed)):
         return sid
     same = [
-        s
-        for s, text in ctx.facts.text.items()
-        if ctx.statements[s].path == frame.path and printed in _SPACES.sub(" ", text.split("\n", 1)[0])
+        s.sid
+        for s in ctx.statements
+        if s.path == frame.path and printed in _SPACES.sub(" ", ctx.first_line(s.sid))
     ]
     named = [s for s in same if ctx.functions[ctx.statements[s].function].name == frame.function] or same
     if not named:
         return sid
     return min(named, key=lambda s: (abs(ctx.statements[s].start_line - frame.line), s))
+
+
+def _in_statement(ctx: Context, sid: int, printed: str) -> bool:
+    """The frame's printed source is part of the statement (any of its lines)."""
+    stmt = ctx.statements[sid]
+    lines = ctx.analysis.program.files[[f.path for f in ctx.analysis.program.files].index(stmt.path)].lines
+    text = " ".join(lines[n - 1] for n in range(stmt.start_line, stmt.end_line + 1) if 0 < n <= len(lines))
+    return printed in _SPACES.sub(" ", text)
 
 
 def script_frames(ctx: Context) -> Frames:

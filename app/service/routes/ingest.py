@@ -33,6 +33,8 @@ from app.ingest.resolve import Checkout
 from app.localize.result import TriageOptions
 from app.service.cases import triage_options
 from app.service.ci_runs import CiRunStore
+from app.service.dashboard.auth import KeyedRoute
+from app.service.dashboard.pages import render
 from app.service.deps import Runtime, RuntimeDep
 from app.service.routes.triage import ERRORS, MAX_ID
 from app.service.store import Submission
@@ -41,6 +43,7 @@ from app.settings import Settings
 log = logging.getLogger(__name__)
 
 router = APIRouter(tags=["ci"])
+pages = APIRouter(route_class=KeyedRoute, include_in_schema=False)  # the dashboard's view of a run
 
 MEDIA = {
     "json": "application/json",
@@ -163,6 +166,7 @@ async def ingest(
     if out_format == "json":
         body = report.to_dict()
         body["id"] = run_id
+        body["dashboard"] = f"/runs/{run_id}"
         return JSONResponse(body, headers={"Location": f"/v1/runs/{run_id}"})
     return Response(
         emit(report, out_format), media_type=MEDIA[out_format], headers={"Location": f"/v1/runs/{run_id}"}
@@ -180,6 +184,17 @@ async def get_run(run_id: Annotated[int, PathParam(ge=1, le=MAX_ID)], runtime: R
             stored = await asyncio.to_thread(runtime.store.get_triage, test["triage_id"])
             test["result"] = stored  # the stored triage view: the result plus id, status, test_id
     return found
+
+
+@pages.get("/runs/{run_id}")
+async def run_page(run_id: int, request: Request, runtime: RuntimeDep) -> Response:
+    """One CI run on the dashboard: its failure groups, each failed test linked to its triage."""
+    found = None
+    if 1 <= run_id <= MAX_ID:
+        found = await asyncio.to_thread(CiRunStore(runtime.store.engine).get, run_id)
+    if found is None:
+        return render(request, "message.html", {"title": "Not found", "message": f"no CI run {run_id}"}, 404)
+    return render(request, "ci_run.html", {"run": found})
 
 
 def _answer_format(query: str | None, accept: str) -> str:
