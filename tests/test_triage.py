@@ -254,3 +254,36 @@ def test_a_configured_log_format_is_used_and_a_bad_one_rejected() -> None:
     assert kept(None) == 3  # undetected prefix: the line matches both prints, so nothing is known
     with pytest.raises(ValueError, match="named group"):
         TriageOptions(log_format="(no message group)").validated()
+
+
+def test_disabled_channels_switch_off_trace_refinements_too() -> None:
+    """A refinement of the enhanced trace named in disabled_channels reaches the analysis."""
+    import textwrap
+
+    from app.triage import prepare
+
+    source = textwrap.dedent(
+        """\
+        import logging
+        log = logging.getLogger(__name__)
+
+
+        def test_finally(session):
+            try:
+                session.send()
+            finally:
+                session.close()
+        """
+    )
+    log = "Traceback (most recent call last):\n"
+    log += '  File "t.py", line 7, in test_finally\n    session.send()\nOSError\n'
+    scripts = [Script("t.py", source)]
+
+    def kept(options: TriageOptions) -> bool:
+        request = prepare(scripts, log, options)
+        return any(loc.line == 9 for loc in request.analysis.traces["tplus"].kept)
+
+    assert kept(TriageOptions(level="line"))
+    assert not kept(TriageOptions(level="line", disabled_channels=frozenset({"after-failure"})))
+    with pytest.raises(ValueError, match="unknown channel"):
+        TriageOptions(disabled_channels=frozenset({"after-failures"})).validated()
