@@ -4,7 +4,8 @@ Installed with tcfl (entry point ``pytest11``) but off until ``--tcfl`` or ``-p 
 collects each failed test's captured output and report, finds its scripts under the rootdir,
 runs ``app.triage.triage``, prints a short summary and, with ``--tcfl-out DIR``, writes every
 ``tcfl ci`` output format there. It never changes the session's outcome or exit status: any
-problem of its own is printed as one line.
+problem of its own is printed as one line. Loading the plugin imports nothing else of tcfl, so
+sessions that leave it off pay nothing for it.
 """
 
 from __future__ import annotations
@@ -15,8 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from app.emit import FORMATS, SUFFIXES
 
 SUMMARY_ITEMS = 3
 
@@ -158,7 +157,7 @@ def summary_lines(report: Any) -> list[str]:
 
 
 def write_outputs(report: Any, folder: Path) -> list[Path]:
-    from app.emit import emit
+    from app.emit import FORMATS, SUFFIXES, emit
 
     folder.mkdir(parents=True, exist_ok=True)
     written = []
