@@ -21,7 +21,8 @@ from app.ingest import IngestError, Results, merge, read_folder, read_results
 from app.ingest.archive import extract, is_archive
 from app.ingest.resolve import Checkout
 from app.localize.llm import ModelClient
-from app.options import RANKERS, resolve_options
+from app.options import resolve_options
+from app.rankers import AUTO, ranker_names
 from app.settings import get_settings
 
 
@@ -43,7 +44,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--level", help="function, block (default) or line")
     p.add_argument("-k", type=int, metavar="N", help="elements to rank per failed test (default: 5)")
     p.add_argument("--trace", metavar="VARIANT", help="trace variant (default: tplus)")
-    p.add_argument("--ranker", choices=RANKERS, help="auto (default) = the model when one is configured")
+    p.add_argument(
+        "--ranker", choices=(AUTO, *ranker_names()), help="auto (default) = the model when one is configured"
+    )
     p.add_argument("--model-url", metavar="URL", help="OpenAI-compatible base URL ending in /v1")
     p.add_argument("--log-function", action="append", default=[], metavar="PATTERN", help="extra log callee")
     p.add_argument("--log-format", metavar="NAME_OR_REGEX", help="log prefix format (default: detect)")
