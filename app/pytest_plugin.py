@@ -93,7 +93,7 @@ class TriageAtEnd:
         from app.ingest.base import Results, TestRun, split_params
         from app.ingest.resolve import Checkout
         from app.localize.llm import ModelClient
-        from app.localize.result import TriageOptions
+        from app.options import resolve_options
         from app.settings import get_settings
 
         runs = []
@@ -113,14 +113,7 @@ class TriageAtEnd:
             )
         ranker = self.config.getoption("tcfl_ranker")
         settings = get_settings()
-        options = TriageOptions(
-            level=settings.default_level,
-            k=settings.default_k,
-            trace=settings.default_trace,
-            ranker=ranker,
-            log_functions=tuple(settings.extra_log_functions()),
-            log_format=settings.log_format,
-        ).validated()
+        options = resolve_options(settings, ranker=ranker)
         root = Path(self.config.getoption("tcfl_root") or self.config.rootpath)
         checkout = Checkout.scan(root)
         results = Results("pytest", tuple(runs))

@@ -2,7 +2,8 @@
 
 In the service the static phase (and the heuristic) runs in the analysis pool, bounded in CPU
 time and memory and off the event loop; only a model call, when one is made, runs here, async.
-Without a pool (``tcfl batch``) everything runs in-process.
+Without a pool (``tcfl batch``) everything runs in-process, the static phase in a thread so it
+overlaps the model calls of the other items in flight.
 """
 
 from __future__ import annotations

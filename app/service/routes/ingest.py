@@ -23,15 +23,13 @@ from fastapi import Path as PathParam
 from fastapi.responses import JSONResponse, Response
 from starlette.datastructures import UploadFile
 
-from app.analysis.model import resolve_variant
 from app.ci import CiReport, triage_results
 from app.emit import FORMATS, emit
 from app.ingest import FORMATS as RESULT_FORMATS
 from app.ingest import IngestError, Results, merge, parse_bytes, read_folder
 from app.ingest.archive import extract, is_archive, safe_name
 from app.ingest.resolve import Checkout
-from app.localize.result import TriageOptions
-from app.service.cases import triage_options
+from app.options import TriageOptions, resolve_options
 from app.service.ci_runs import CiRunStore
 from app.service.dashboard.auth import KeyedRoute
 from app.service.dashboard.pages import render
@@ -303,19 +301,16 @@ def _checkout_limit(settings: Settings) -> int:
 
 
 def _options(fields: dict[str, Any], settings: Settings) -> TriageOptions:
-    extra = [p for p in settings.extra_log_functions() if p not in (fields.get("log_functions") or [])]
     try:
-        options = triage_options(
-            {
-                "level": fields.get("level") or settings.default_level,
-                "k": fields.get("k") if fields.get("k") is not None else settings.default_k,
-                "trace": resolve_variant(str(fields.get("trace") or settings.default_trace)),
-                "ranker": fields.get("ranker") or "auto",
-                "log_functions": [*(fields.get("log_functions") or []), *extra],
-                "output_format": settings.output_format,
-                "log_format": fields.get("log_format") or settings.log_format,
-            }
-        ).validated()
+        options = resolve_options(
+            settings,
+            level=fields.get("level"),
+            k=fields.get("k"),
+            trace=fields.get("trace"),
+            ranker=fields.get("ranker"),
+            log_functions=fields.get("log_functions") or (),
+            log_format=fields.get("log_format"),
+        )
     except (ValueError, TypeError) as exc:
         raise _Bad(422, str(exc)) from None
     if options.ranker == "llm" and not settings.model_url:
@@ -351,15 +346,7 @@ def _store(runtime: Runtime, report: CiReport, options: TriageOptions, source: s
     """Each triage as an ordinary stored triage labelled with its test id, then the run that lists them."""
     from dataclasses import replace
 
-    opts = {
-        "level": options.level,
-        "k": options.k,
-        "trace": options.trace,
-        "ranker": options.ranker,
-        "log_functions": list(options.log_functions),
-        "output_format": options.output_format,
-        "log_format": options.log_format,
-    }
+    opts = options.to_dict()  # stored whole, like every other triage's options
     stored = []
     for item in report.triaged:
         if item.result is None:
