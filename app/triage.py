@@ -12,10 +12,12 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from app.analysis.context import REFINEMENTS, EstimateOptions
 from app.analysis.model import Script
 from app.analysis.pipeline import analyze
 from app.analysis.render import render
-from app.localize.prompts import build_messages
+from app.localize.heuristic import has_evidence
+from app.localize.prompts import build_messages, failure_text
 from app.localize.result import RankedItem, TriageResult
 from app.options import TriageOptions
 from app.rankers import choose, make_ranker
@@ -26,6 +28,7 @@ from app.rankers.heuristic import HeuristicRanker
 def prepare(scripts: Sequence[Script], log: str, options: TriageOptions) -> RankRequest:
     """The static phase (no I/O): analysis, rendered code and prompt; ``ValueError`` for bad options."""
     opts = options.validated()
+    refinements_off = [name for name in opts.disabled_channels if name in REFINEMENTS]
     analysis = analyze(
         scripts,
         log,
@@ -33,13 +36,14 @@ def prepare(scripts: Sequence[Script], log: str, options: TriageOptions) -> Rank
         prefix_format=opts.log_format,
         variants=(opts.trace,),
         explain=False,
+        options=EstimateOptions().without(refinements_off) if refinements_off else None,
     )
     rendered = render(analysis, opts.trace, opts.level)
     prompt_rendered = rendered
     if opts.line_to_block and opts.level == "block":
         prompt_rendered = render(analysis, opts.trace, "line")
     messages = build_messages(
-        prompt_rendered, analysis.log.error_message, opts.k, output_format=opts.output_format
+        prompt_rendered, failure_text(analysis, opts), opts.k, output_format=opts.output_format
     )
     return RankRequest(analysis, rendered, Prompt(prompt_rendered, tuple(messages)), opts)
 
@@ -74,6 +78,12 @@ async def rank(request: RankRequest, *, client: Any | None, started: float | Non
     if len(items) < opts.k and (answer.name != HeuristicRanker.name or not answer.picks):
         items = _fill_in(items, request, answer.name)
 
+    evidence_found = answer.name != HeuristicRanker.name or any(has_evidence(item.evidence) for item in items)
+    if not evidence_found and items:
+        warnings.append(
+            "no evidence in the failure points at any element (no frame, check, value or quoted text): "
+            "the ranking is a guess from the code's structure"
+        )
     trace = analysis.traces[opts.trace]
     return TriageResult(
         error_message=analysis.log.error_message,
@@ -96,6 +106,7 @@ async def rank(request: RankRequest, *, client: Any | None, started: float | Non
         prompt_lines=request.prompt.lines,
         warnings=tuple(dict.fromkeys(warnings)),
         options=opts,
+        evidence_found=evidence_found,
     )
 
 
@@ -108,12 +119,13 @@ def _fill_in(items: list[RankedItem], request: RankRequest, ranker: str) -> list
         if len(items) >= k:
             break
         if pick.element.id not in taken:
-            items.append(_item(len(items) + 1, Pick(pick.element, pick.score, note + pick.reason)))
+            filled = Pick(pick.element, pick.score, note + pick.reason, pick.evidence)
+            items.append(_item(len(items) + 1, filled, filled=ranker != HeuristicRanker.name))
             taken.add(pick.element.id)
     return items
 
 
-def _item(rank: int, pick: Pick) -> RankedItem:
+def _item(rank: int, pick: Pick, *, filled: bool = False) -> RankedItem:
     element = pick.element
     return RankedItem(
         rank=rank,
@@ -124,4 +136,6 @@ def _item(rank: int, pick: Pick) -> RankedItem:
         code=element.code,
         score=pick.score,
         reason=pick.reason,
+        evidence=pick.evidence,
+        filled=filled,
     )

@@ -25,11 +25,34 @@ class Channel(StrEnum):
     DATA = "data"  # def-use / control dependence on the error statement
     LEXICAL = "lexical"  # BM25 similarity to the failure text
     PROXIMITY = "proximity"  # ran shortly before the failure
+    STRUCTURE = "structure"  # no failure evidence: what usually fails in a test body (a guess)
     MODEL = "model"  # the model ranked it (its rationale in ``detail`` when it gave one)
     SPECTRUM = "spectrum"  # CI history: ran in failing runs more than in passing ones (Ochiai, DStar)
     CP = "cp"  # CI history: infection propagated over the block graph from failing runs
     DIFF = "diff"  # CI history: changed since the last passing version of the script
     HISTORY_VALUE = "history_value"  # CI history: a logged value class seen only in failing runs
+
+
+# The channels of the built-in heuristic ranker, in the order ablations report them.
+HEURISTIC_CHANNELS: tuple[Channel, ...] = (
+    Channel.TRACEBACK,
+    Channel.PSEUDO_ERROR,
+    Channel.CHECK,
+    Channel.DATA,
+    Channel.VALUE,
+    Channel.EXCEPTION,
+    Channel.SMELL,
+    Channel.MESSAGE,
+    Channel.PROXIMITY,
+    Channel.LEXICAL,
+    Channel.STRUCTURE,
+)
+# Analysis rules that can be switched off under the same option (``disabled_channels``) add their
+# names here; the channel ablation of ``tcfl eval --ablate`` reports every switch.
+ANALYSIS_SWITCHES: frozenset[str] = frozenset()
+# Names ``disabled_channels`` accepts: every channel (the history channels too) but the model's.
+SWITCHES: frozenset[str] = frozenset(str(c) for c in Channel if c is not Channel.MODEL) | ANALYSIS_SWITCHES
+ABLATED: tuple[str, ...] = (*(str(c) for c in HEURISTIC_CHANNELS), *sorted(ANALYSIS_SWITCHES))
 
 
 @dataclass(frozen=True, slots=True)

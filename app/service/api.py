@@ -35,7 +35,7 @@ from app.service.jobs import SyncLeases, Worker
 from app.service.logs import request_id_var
 from app.service.metrics import Metrics
 from app.service.pool import AnalysisPool, PoolLimits, default_size
-from app.service.routes import batches, health, triage
+from app.service.routes import batches, health, history, ingest, triage
 from app.service.runner import Runner
 from app.service.schemas import BatchRequest
 from app.service.security import BrowserSafetyMiddleware, csrf_field, csrf_token, require_csrf
@@ -82,6 +82,9 @@ def create_app(settings: Settings | None = None, *, worker_id: str | None = None
     app.include_router(health.router)
     app.include_router(triage.router, dependencies=keyed)
     app.include_router(batches.router, dependencies=keyed)
+    app.include_router(history.router, dependencies=keyed)
+    app.include_router(ingest.router, dependencies=keyed)
+    app.include_router(ingest.pages, dependencies=keyed)
     _include_dashboard(app, keyed)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app

@@ -7,17 +7,19 @@ Without a pool (``tcfl batch``) everything runs in-process.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
 from app.analysis.limits import CostLimits
 from app.localize.llm import ModelClient
 from app.localize.result import TriageResult
+from app.rankers.base import RankRequest
 from app.service.cases import triage_options
 from app.service.metrics import Metrics
 from app.service.pool import LARGE_LOG_BYTES, LARGE_SCRIPT_LINES, AnalysisPool
-from app.service.store import Case
-from app.triage import rank, triage
+from app.service.store import Submission
+from app.triage import prepare, rank
 
 
 class Runner:
@@ -35,10 +37,12 @@ class Runner:
         self.pool = pool
         self.limits = limits
 
-    async def __call__(self, case: Case) -> dict[str, Any]:
+    async def __call__(self, case: Submission) -> dict[str, Any]:
         options = triage_options(case.options)
         if self.pool is None:
-            result = await triage(case.scripts, case.log, options, client=self.client)
+            # the static phase runs off the event loop, so it overlaps the model calls of other items
+            request, started = await asyncio.to_thread(_prepare, case)
+            result = await rank(request, client=self.client, started=started)
         else:
             started = time.perf_counter()
             lines = sum(s.content.count("\n") for s in case.scripts)
@@ -55,3 +59,8 @@ class Runner:
         data.pop("status", None)
         self.metrics.observe_result(data, model_configured=self.client is not None)
         return data
+
+
+def _prepare(case: Submission) -> tuple[RankRequest, float]:
+    started = time.perf_counter()
+    return prepare(case.scripts, case.log, triage_options(case.options)), started
