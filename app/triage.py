@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from app.analysis.model import Analysis, Loc, Script
 from app.analysis.pipeline import analyze
@@ -21,6 +22,9 @@ from app.localize.prompts import build_messages, parse_answer
 from app.localize.repair import PostprocessCounts, lines_to_blocks, repair
 from app.localize.result import RankedItem, TriageOptions, TriageResult
 from app.localize.schema import ranking_schema
+
+if TYPE_CHECKING:
+    from app.analysis.snapshot import Snapshot
 
 TWO_PHASE_FUNCTIONS = 3  # functions kept after the first phase of a two-phase ranking
 
@@ -58,6 +62,23 @@ async def triage(
     scripts: Sequence[Script], log: str, options: TriageOptions, *, client: ModelClient | None
 ) -> TriageResult:
     """Rank the ``options.k`` most suspicious elements; ``ValueError`` for bad options."""
+    result, _, _ = await _triage(scripts, log, options, client=client)
+    return result
+
+
+async def triage_with_snapshot(
+    scripts: Sequence[Script], log: str, options: TriageOptions, *, client: ModelClient | None
+) -> tuple[TriageResult, Snapshot]:
+    """``triage`` plus the stored analysis snapshot the dashboard shows (built once, from this analysis)."""
+    from app.analysis import snapshot
+
+    result, analysis, rendered = await _triage(scripts, log, options, client=client)
+    return result, snapshot.build(analysis, rendered, log)
+
+
+async def _triage(
+    scripts: Sequence[Script], log: str, options: TriageOptions, *, client: ModelClient | None
+) -> tuple[TriageResult, Analysis, RenderedCode]:
     opts = options.validated()
     started = time.perf_counter()
     analysis = analyze(scripts, log, log_functions=opts.log_functions, prefix_format=opts.log_format)
@@ -117,7 +138,7 @@ async def triage(
             taken.add(scored.element.id)
 
     trace = analysis.traces[opts.trace]
-    return TriageResult(
+    result = TriageResult(
         error_message=analysis.log.error_message,
         ranker=ranker,
         model=run.model if ranker == "llm" else None,
@@ -138,6 +159,7 @@ async def triage(
         prompt_lines=sum(m["content"].count("\n") + 1 for m in messages),
         warnings=tuple(dict.fromkeys(warnings)),
     )
+    return result, analysis, rendered
 
 
 async def _ask(
