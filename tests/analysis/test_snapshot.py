@@ -76,7 +76,7 @@ def test_error_frames_and_error_lines_point_into_the_log(example: tuple[snapshot
     assert exp["error_message_contains"] in "\n".join(lines[first - 1 : last])
     assert sorted(f["line"] for f in error["frames"]) == exp["error_statements"]
     for frame in error["frames"]:
-        assert f'line {frame["line"]}' in lines[frame["log_line"] - 1]
+        assert f"line {frame['line']}" in lines[frame["log_line"] - 1]
     assert set(error["log_frame_lines"]) >= {f["log_line"] for f in error["frames"]}
 
 
