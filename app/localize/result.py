@@ -57,9 +57,10 @@ class RankedItem:
     code: str
     score: float | None  # heuristic score; None for the model's own items
     reason: str
+    rationale: str | None = None  # the model's own words on why, when it gave any
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "rank": self.rank,
             "id": self.id,
             "path": self.path,
@@ -69,6 +70,9 @@ class RankedItem:
             "score": self.score,
             "reason": self.reason,
         }
+        if self.rationale is not None:
+            out["rationale"] = self.rationale
+        return out
 
 
 @dataclass(frozen=True)
