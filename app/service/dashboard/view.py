@@ -280,7 +280,14 @@ def rank_views(summary: Mapping[str, Any], ranking: Sequence[Mapping[str, Any]])
         start, end = int(item["start_line"]), int(item["end_line"])
         source = summary["files"][index]["lines"] if index is not None else []
         code = tuple((n, source[n - 1]) for n in range(start, min(end, len(source)) + 1) if n >= 1)
-        rationale = item.get("rationale")
+        rationale = item.get("rationale") or next(
+            (
+                e.get("detail")
+                for e in item.get("evidence") or ()
+                if isinstance(e, Mapping) and e.get("channel") == "model"
+            ),
+            None,
+        )
         out.append(
             RankView(
                 rank=int(item["rank"]),

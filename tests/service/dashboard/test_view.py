@@ -223,3 +223,11 @@ def test_gaps_fill_everything_not_shown() -> None:
         (7, 20),
     ]
     assert rows[0].targets == ((0, "t.py", 1),) and rows[1].targets == ()
+
+
+def test_a_model_evidence_record_gives_the_rationale_when_the_item_has_none(stored: Any) -> None:
+    summary, ranking, _ = stored
+    said = {"channel": "model", "weight": 1.0, "path": PATH, "line": 17, "detail": "len(values) can be 0"}
+    (shown,) = failure_view(summary, [{**ranking[0], "evidence": [said]}]).ranking
+    assert shown.rationale == "len(values) can be 0"
+    assert failure_view(summary, [ranking[0]]).ranking[0].rationale is None
