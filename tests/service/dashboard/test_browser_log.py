@@ -132,7 +132,7 @@ def test_layout_holds_with_long_paths(page: Any, big: tuple[Server, int, dict[in
                 .map(e => e.className + ': ' + e.textContent.slice(0, 60))"""
         )
         assert clipped == [], f"{url} clips text at {width}px"
-        screenshot(page, f"{name}-{width}.png")
+        screenshot(page, f"layout-{name}-{width}.png")
     # the two panes sit side by side from 800 px up
     page.goto(f"{srv.url}/triage/{triage_id}")
     code = page.locator(".code-pane").bounding_box()

@@ -158,6 +158,12 @@ function showLog(n) {
 function setupLog() {
   var view = logView();
   if (!view) return;
+  // open on the failure: scroll the pane (not the page) to the error message
+  var errors = view.querySelectorAll(".logrow.err");
+  if (errors.length && !location.hash) {
+    var last = errors[errors.length - 1];
+    view.scrollTop = last.offsetTop - view.clientHeight / 2;
+  }
   view.addEventListener("click", function (e) {
     var gapLink = e.target.closest("a[data-gap]");
     if (gapLink) {
