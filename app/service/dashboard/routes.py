@@ -233,10 +233,14 @@ async def triage_page(
 def _stored_view(
     runtime: Runtime, triage_id: int, found: dict[str, Any], focus: int | None, marked: list[Loc]
 ) -> FailureView:
-    """The page's content from the stored snapshot; a triage stored before snapshots gets one, once."""
+    """The page's content from the stored snapshot; one stored before snapshots (or by another
+    snapshot version) is computed once, from the triage's own stored options, and stored."""
     ranking = found.get("ranking") or []
     engine = runtime.store.engine
-    loaded = snapshots.load(engine, triage_id, lambda summary: log_windows(summary, focus))
+    try:
+        loaded = snapshots.load(engine, triage_id, lambda summary: log_windows(summary, focus))
+    except SnapshotError:
+        loaded = None  # written by another version of tcfl: computed again below, once
     if loaded is None:
         snap = snapshot_for(runtime.store.load_case(triage_id))
         snapshots.save(engine, triage_id, snap, found)

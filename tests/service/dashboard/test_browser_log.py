@@ -83,6 +83,15 @@ def test_big_log_page_loads_fast_and_links_log_and_code(
     print(f"\nfailure page with a {TOTAL:,}-line log: load {load_ms:.0f} ms (median of 3: {loads})")
     assert load_ms < 1000, f"the page took {load_ms:.0f} ms to load"
 
+    # trace states are visible; pruned code starts collapsed and opens
+    assert (
+        page.locator(".code .st-executed").count() > 0 and page.locator(".code .st-not_executed").count() > 0
+    )
+    pruned = page.locator("details.pruned").first
+    assert pruned.get_attribute("open") is None and pruned.locator(".line").first.is_hidden()
+    pruned.locator("summary").click()
+    assert pruned.locator(".line").first.is_visible()
+
     # every matched log line is shown, highlighted, and names its statement
     for log_line, code_line in where.items():
         row = page.locator(f"#log-{log_line}")

@@ -208,6 +208,15 @@ def test_a_triage_stored_before_snapshots_gets_one_on_first_view(http: httpx.Cli
                 text("SELECT version FROM analysis_snapshots WHERE request_id = :i"), {"i": triage_id}
             )
             assert stored.scalar() == 1
+        # a snapshot written by another snapshot version is replaced the same way
+        from app.analysis.snapshot import Snapshot
+        from app.service import snapshots
+
+        summary, _ = snapshots.load(engine, triage_id, lambda s: []) or ({}, [])
+        snapshots.save(engine, triage_id, Snapshot({**summary, "version": 0}, ()), {})
+        again = http.get(f"/triage/{triage_id}")
+        assert again.status_code == 200 and 'id="log-4"' in again.text and "cannot be shown" not in again.text
+        assert (snapshots.load(engine, triage_id, lambda s: []) or ({}, []))[0]["version"] == 1
     finally:
         engine.dispose()
 
@@ -224,3 +233,38 @@ def test_log_rows_endpoint_pages_through_the_stored_log(http: httpx.Client) -> N
         assert http.get(f"/triage/{triage_id}/log", params=params).status_code in (200, 422)
     assert http.get("/triage/999999/log").status_code == 404
     assert http.get(f"/triage/{triage_id}", params={"log": "abc"}).status_code == 200
+
+
+def test_evidence_rationale_and_scaled_scores_are_shown(server: Server) -> None:
+    from app.service.store import Store, make_engine
+    from tests.service.test_snapshots import EXAMPLE_LOG, case, triage_data
+
+    data = triage_data(EXAMPLE_LOG)
+    top = data["ranking"][0]
+    top["rationale"] = "len(values) is 0 <here>"
+    top["evidence"] = [
+        {
+            "channel": "traceback",
+            "weight": 3.0,
+            "path": top["path"],
+            "line": 17,
+            "detail": "innermost frame",
+            "source": "ZeroDivisionError: division by zero",
+            "source_line": 14,
+        },
+        {"channel": "lexical", "weight": 1.0, "path": top["path"], "line": 16, "detail": "shares words"},
+    ]
+    store = Store(make_engine(server.database_url))
+    try:
+        triage_id = store.create_request(case(EXAMPLE_LOG))
+        store.save_result(triage_id, data)
+    finally:
+        store.close()
+    page = httpx.get(f"{server.url}/triage/{triage_id}").text
+    item = page[page.index('id="rank-1"') : page.index('id="rank-2"')]
+    assert "rationale:</strong> len(values) is 0 &lt;here&gt;" in item  # escaped
+    assert item.index("traceback") < item.index("lexical")
+    assert '<span class="muted">75 %</span>' in item and '<span class="muted">25 %</span>' in item
+    assert 'href="#L0-17"' in item and 'href="#log-14" data-log="14"' in item
+    assert "100<span" in item  # the top element's score, scaled
+    assert 'data-testid="rank-item"' in page and page.count('data-testid="score"') == 3
