@@ -30,6 +30,7 @@ RESULT_KEYS = {
     "postprocess",
     "prompt",
     "warnings",
+    "options",
 }
 ITEM_KEYS = {"rank", "id", "path", "start_line", "end_line", "code", "score", "reason"}
 

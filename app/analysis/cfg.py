@@ -11,8 +11,6 @@ import bisect
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-import networkx as nx
-
 from app.analysis.graphs import back_edges
 from app.analysis.model import Block, Function, Program, Statement, StmtKind
 
@@ -230,6 +228,8 @@ def build_blocks(program: Program, graphs: dict[str, FlowGraph]) -> tuple[Block,
 
 def block_graph(graph: FlowGraph, blocks: Iterable[Block]) -> BlockGraph:
     """The acyclic, chain-merged block CFG of one function (Algorithm 3's input)."""
+    import networkx as nx  # only the faithful T2 variants need it: imported on first use
+
     fblocks = [b for b in blocks if b.function == graph.fid]
     if not fblocks or graph.entry is None:
         return BlockGraph(graph.fid, None, (), ())

@@ -8,7 +8,7 @@ Algorithm 4 lives in callsites.py, the enhanced trace in enhanced.py.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from app.analysis.callsites import call_sites, csr
@@ -17,6 +17,7 @@ from app.analysis.context import NO_EVIDENCE, Context, EstimateOptions, known_ev
 from app.analysis.enhanced import tplus
 from app.analysis.model import (
     BASE_VARIANTS,
+    VARIANTS,
     Block,
     Evidence,
     Frame,
@@ -265,55 +266,88 @@ def estimate(
     graphs: dict[str, FlowGraph] | None = None,
     silent: frozenset[int] = frozenset(),
     other_tests: frozenset[str] = frozenset(),
+    variants: Collection[str] | None = None,
+    sites: dict[str, tuple[int, ...]] | None = None,
 ) -> Estimation:
-    """Every faithful variant of the paper plus ``tplus``, from Algorithm 1's output."""
+    """The faithful variants of the paper plus ``tplus``, from Algorithm 1's output.
+
+    ``variants`` (canonical names) limits the work to what is asked: triage needs one trace,
+    only `tcfl trace` and evaluation need all of them (None).
+    """
     opts = options or EstimateOptions()
+    wanted = set(VARIANTS if variants is None else variants)
     if graphs is None:
         graphs = {f.fid: flow_graph(program, f) for f in program.functions}
     ctx = Context(program, graphs, match.exe, match.nexe - match.exe, opts, match.error_sids)
-    sites = call_sites(program)
+    if sites is None:
+        sites = call_sites(program)
     total = sum(len(f.code_lines) for f in program.files)
-    all_sids = {s.sid for s in program.statements}
+    steps: dict[str, tuple[set[int], dict[int, Evidence]]] = {}
 
-    t1e, why1e = fill_gaps(ctx, dbt_exe=True)
-    t1n, why1n = fill_gaps(ctx, dbt_exe=False)
-    t2, why2 = cfg_paths(ctx, blocks)
-    base: dict[str, tuple[set[int], dict[int, Evidence]]] = {
-        "T0": (all_sids, {}),
-        "T1_dbt_exe": (t1e, why1e),
-        "T1_dbt_nexe": (t1n, why1n),
-        "T2": (t2, why2),
-        "T1_dbt_exe&T2": (t1e & t2, {**why1e, **{s: why2[s] for s in why2 if s not in t2}}),
-        "T1_dbt_nexe&T2": (t1n & t2, {**why1n, **{s: why2[s] for s in why2 if s not in t2}}),
-    }
+    def step(name: str) -> tuple[set[int], dict[int, Evidence]]:
+        if name not in steps:
+            if name == "T1_dbt_exe":
+                steps[name] = fill_gaps(ctx, dbt_exe=True)
+            elif name == "T1_dbt_nexe":
+                steps[name] = fill_gaps(ctx, dbt_exe=False)
+            elif name == "T2":
+                steps[name] = cfg_paths(ctx, blocks)
+            elif name == "T0":
+                steps[name] = ({s.sid for s in program.statements}, {})
+            else:  # an intersection with T2
+                t1, why1 = step(name.removesuffix("&T2"))
+                t2, why2 = step("T2")
+                steps[name] = (t1 & t2, {**why1, **{s: why2[s] for s in why2 if s not in t2}})
+        return steps[name]
+
     traces: dict[str, Trace] = {}
-    code_locs = frozenset(Loc(f.path, ln) for f in program.files for ln in f.code_lines)
+    code_locs: frozenset[Loc] | None = None
     for name in BASE_VARIANTS:
-        sids, why = base[name]
-        kept = code_locs if name == "T0" else to_lines(program, sids)
-        traces[name] = Trace(name, kept, total, _evidence_by_line(program, why, kept) if explain else {})
-        refined, why_csr = csr(program, sids, sites)
         csr_name = f"CSR({name})"
-        kept_csr = code_locs if name == "T0" and refined == sids else to_lines(program, refined)
-        traces[csr_name] = Trace(
-            csr_name,
-            kept_csr,
-            total,
-            _evidence_by_line(program, {**why, **why_csr}, kept_csr) if explain else {},
+        if name not in wanted and csr_name not in wanted:
+            continue
+        sids, why = step(name)
+        if name in wanted:
+            if name == "T0":
+                code_locs = code_locs or _code_locs(program)
+                kept = code_locs
+            else:
+                kept = to_lines(program, sids)
+            traces[name] = Trace(name, kept, total, _evidence_by_line(program, why, kept) if explain else {})
+        if csr_name in wanted:
+            refined, why_csr = csr(program, sids, sites)
+            if name == "T0" and refined == sids:
+                code_locs = code_locs or _code_locs(program)
+                kept_csr = code_locs
+            else:
+                kept_csr = to_lines(program, refined)
+            traces[csr_name] = Trace(
+                csr_name,
+                kept_csr,
+                total,
+                _evidence_by_line(program, {**why, **why_csr}, kept_csr) if explain else {},
+            )
+    inf_exe: set[int] | frozenset[int] = frozenset()
+    inf_nexe: set[int] | frozenset[int] = frozenset()
+    if "tplus" in wanted:
+        plus_ctx = ctx
+        if opts.log_coverage and silent:
+            plus_ctx = Context(
+                program, graphs, match.exe, match.nexe - match.exe - silent, opts, match.error_sids
+            )
+        excluded = other_tests if opts.test_selection else frozenset()
+        kept_plus, why_plus, inf_exe, inf_nexe = tplus(plus_ctx, error_frames, sites, excluded)
+        ctx.warnings.extend(w for w in plus_ctx.warnings if w not in ctx.warnings)
+        kept_lines = to_lines(program, kept_plus)
+        traces["tplus"] = Trace(
+            "tplus", kept_lines, total, _evidence_by_line(program, why_plus, kept_lines) if explain else {}
         )
-    plus_ctx = ctx
-    if opts.log_coverage and silent:
-        plus_ctx = Context(
-            program, graphs, match.exe, match.nexe - match.exe - silent, opts, match.error_sids
-        )
-    excluded = other_tests if opts.test_selection else frozenset()
-    kept_plus, why_plus, inf_exe, inf_nexe = tplus(plus_ctx, error_frames, sites, excluded)
-    ctx.warnings.extend(w for w in plus_ctx.warnings if w not in ctx.warnings)
-    kept_lines = to_lines(program, kept_plus)
-    traces["tplus"] = Trace(
-        "tplus", kept_lines, total, _evidence_by_line(program, why_plus, kept_lines) if explain else {}
-    )
-    return Estimation(traces, tuple(ctx.warnings), frozenset(inf_exe), frozenset(inf_nexe))
+    ordered = {name: traces[name] for name in VARIANTS if name in traces}
+    return Estimation(ordered, tuple(ctx.warnings), frozenset(inf_exe), frozenset(inf_nexe))
+
+
+def _code_locs(program: Program) -> frozenset[Loc]:
+    return frozenset(Loc(f.path, ln) for f in program.files for ln in f.code_lines)
 
 
 def estimate_all(

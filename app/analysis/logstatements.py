@@ -16,10 +16,10 @@ from functools import cache
 from importlib import resources
 from typing import Literal
 
-import tree_sitter_python
-from tree_sitter import Language, Node, Query, QueryCursor
+from tree_sitter import Node, Query, QueryCursor
 
 from app.analysis.model import LogStatement
+from app.analysis.source import language
 
 LEVELS: tuple[str, ...] = (
     "debug",
@@ -142,7 +142,7 @@ def find_log_statements(
 @cache
 def _log_call_query() -> Query:
     source = resources.files("app.analysis").joinpath("queries", "log_calls.scm").read_text("utf-8")
-    return Query(Language(tree_sitter_python.language()), source)
+    return Query(language(), source)
 
 
 def _call_kind(callee: str) -> CallKind:

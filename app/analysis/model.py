@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 
 @dataclass(frozen=True, order=True)
@@ -289,3 +290,6 @@ class Analysis:
     blocks: tuple[Block, ...]
     traces: dict[str, Trace]
     warnings: tuple[str, ...] = ()
+    # the parse the analysis made, for the steps after it (rankers, renderer): never parse twice
+    trees: tuple[Any, ...] = field(default=(), compare=False, repr=False)  # tree_sitter.Tree per file
+    line_index: dict[tuple[str, int], Statement] = field(default_factory=dict, compare=False, repr=False)

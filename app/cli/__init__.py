@@ -1,4 +1,8 @@
-"""The `tcfl` command: each subcommand lives in its own module with a ``register`` function."""
+"""The `tcfl` command: each subcommand lives in its own module with a ``register`` function.
+
+Only the module of the subcommand being run is imported (all of them for ``--help``), so a
+command does not pay for the database, HTTP or model stacks it does not use.
+"""
 
 from __future__ import annotations
 
@@ -9,12 +13,28 @@ import sys
 SUBCOMMANDS = ("trace", "triage", "eval", "corpus", "batch", "serve", "bench")
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _Version(argparse.Action):
+    """``--version``, answered without importing anything else."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help="print the version")
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
+        from app import __version__
+
+        print(f"tcfl {__version__}")
+        parser.exit()
+
+
+def build_parser(only: str | tuple[str, ...] | None = None) -> argparse.ArgumentParser:
+    """The parser; ``only`` names the subcommand(s) to register (None: every one, for help)."""
     parser = argparse.ArgumentParser(
         prog="tcfl", description="Localize faults in failing test scripts from one failure log."
     )
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", required=True)
-    for name in SUBCOMMANDS:
+    names = SUBCOMMANDS if only is None else (only,) if isinstance(only, str) else only
+    for name in names:
         try:
             module = importlib.import_module(f"app.cli.{name}")
         except ModuleNotFoundError as exc:
@@ -25,8 +45,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _subcommand(argv: list[str]) -> str | tuple[str, ...] | None:
+    """What to register: the subcommand the arguments name first, none for ``--version``, else all."""
+    if argv[:1] == ["--version"]:
+        return ()
+    if argv and argv[0] in SUBCOMMANDS:
+        return argv[0]
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(_subcommand(argv))
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)

@@ -16,7 +16,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     build = actions.add_parser(
         "build", help="mutate CPython's own unittest files, run them traced, write failing mutants as cases"
     )
-    build.add_argument("--out", required=True, type=Path, help="folder for the case JSON files")
+    build.add_argument("--out", type=Path, help="folder for the case JSON files")
+    build.add_argument(
+        "--history",
+        type=Path,
+        metavar="OUT",
+        help="build the corpus with CI history instead (versions, passing and failing runs) into OUT",
+    )
+    build.add_argument(
+        "--size", choices=("small", "full"), default="small", help="history corpus size (small: minutes)"
+    )
     build.add_argument("--max-cases", type=int, default=200, help="stop after this many cases (default 200)")
     build.add_argument("--seed", type=int, default=0, help="seed for file, test and mutant choice")
     build.add_argument("--per-file", type=int, default=10, help="at most this many cases per test file")
@@ -27,6 +36,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _build(args: argparse.Namespace) -> int:
     from app.eval.corpus import CorpusOptions, build_corpus
+
+    if args.history is not None:
+        return _build_history(args)
+    if args.out is None:
+        raise UsageError("give --out DIR (or --history OUT for the corpus with CI history)")
 
     if args.max_cases < 1 or args.per_file < 1:
         raise UsageError("--max-cases and --per-file must be at least 1")
@@ -47,4 +61,23 @@ def _build(args: argparse.Namespace) -> int:
     print(json.dumps(summary.as_dict(), indent=1))
     if summary.cases < args.max_cases:
         print(f"tcfl: warning: only {summary.cases} failing mutants found", file=sys.stderr)
+    return 0
+
+
+def _build_history(args: argparse.Namespace) -> int:
+    from app.eval.history_corpus import HistoryOptions, build_history_corpus
+
+    if args.history.exists() and not args.history.is_dir():
+        raise UsageError(f"--history {args.history} exists and is not a folder")
+    options = HistoryOptions.for_size(args.size, seed=args.seed)
+
+    def progress(line: str) -> None:
+        if not args.quiet:
+            print(line, file=sys.stderr, flush=True)
+
+    try:
+        summary = build_history_corpus(args.history, options, progress=progress)
+    except (FileNotFoundError, FileExistsError) as exc:
+        raise UsageError(str(exc)) from exc
+    print(json.dumps(summary.as_dict(), indent=1))
     return 0

@@ -16,7 +16,8 @@ from app.eval.cases import Case, load_cases
 from app.eval.masking import MaskingPlan
 from app.eval.runner import CaseResult, EvalOptions, evaluate
 from app.localize.llm import ModelClient
-from app.localize.result import RANKERS, TriageOptions, TriageResult
+from app.localize.result import TriageResult
+from app.options import RANKERS, TriageOptions, resolve_options
 from app.settings import get_settings
 
 
@@ -53,7 +54,60 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="cases in flight at once with a model (default TCFL_MODEL_CONCURRENCY)",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    parser.add_argument(
+        "--history-lengths",
+        metavar="N,N,...",
+        help="CASES_DIR is a corpus with CI history: score static, spectrum and fused rankings at these"
+        " history lengths (e.g. 0,1,3,10,30)",
+    )
+    parser.add_argument(
+        "--write-calibration",
+        type=Path,
+        metavar="FILE",
+        help="with --history-lengths: write the fusion calibration learned on the calibration half",
+    )
     parser.set_defaults(func=run)
+
+
+def _lengths(text: str) -> tuple[int, ...]:
+    try:
+        values = tuple(dict.fromkeys(int(v) for v in text.split(",") if v.strip()))
+    except ValueError:
+        raise UsageError(f"--history-lengths takes comma-separated integers, got {text!r}") from None
+    if not values or any(v < 0 for v in values):
+        raise UsageError("--history-lengths needs at least one length, none negative")
+    return values
+
+
+def run_history(args: argparse.Namespace) -> int:
+    from app.eval.history_eval import evaluate_history, render_history_table
+
+    lengths = _lengths(args.history_lengths)
+
+    def progress(line: str) -> None:
+        if not args.quiet:
+            print(line, file=sys.stderr, flush=True)
+
+    started = time.perf_counter()
+    try:
+        report = evaluate_history(Path(args.cases), lengths, seed=args.seed, progress=progress)
+    except FileNotFoundError as exc:
+        raise UsageError(str(exc)) from exc
+    if report["cases"] == 0:
+        raise UsageError(f"no case in the history corpus {args.cases}")
+    report["seconds"] = round(time.perf_counter() - started, 1)
+    calibration = report.pop("calibration")
+    text = json.dumps(report, indent=1)
+    for target, body in ((args.out, text), (args.write_calibration, json.dumps(calibration, indent=1))):
+        if target is None:
+            continue
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(body + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot write {target}: {exc}") from exc
+    sys.stdout.write((text if args.json else render_history_table(report)) + "\n")
+    return 0
 
 
 def _options(args: argparse.Namespace) -> EvalOptions:
@@ -66,6 +120,10 @@ def _options(args: argparse.Namespace) -> EvalOptions:
         raise UsageError("-k must be at least 1")
     if args.repetitions < 1:
         raise UsageError("--repetitions must be at least 1")
+    try:
+        triage = resolve_options(get_settings(), ranker=args.ranker)
+    except ValueError as exc:  # pydantic's ValidationError too: a bad TCFL_* setting
+        raise UsageError(str(exc)) from exc
     return EvalOptions(
         levels=tuple(dict.fromkeys(args.level)) if args.level else LEVELS,
         ks=tuple(args.k) if args.k else None,
@@ -74,6 +132,7 @@ def _options(args: argparse.Namespace) -> EvalOptions:
         masking=MaskingPlan(repetitions=args.repetitions, seed=args.seed),
         ablation=args.ablation,
         localize=not args.no_localize,
+        triage=triage,
     )
 
 
@@ -98,6 +157,10 @@ async def _run(
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.history_lengths is not None:
+        return run_history(args)
+    if args.write_calibration is not None:
+        raise UsageError("--write-calibration needs --history-lengths")
     options = _options(args)
     try:
         cases, problems = load_cases(Path(args.cases))

@@ -7,11 +7,15 @@ import json
 import sys
 from typing import Any
 
+from pydantic import ValidationError
+
 from app.analysis.estimate import EstimateOptions
 from app.analysis.model import TRACE_ALIASES, VARIANTS, Analysis, Loc, State, resolve_variant
 from app.analysis.pipeline import analyze
 from app.cli import UsageError
 from app.cli.io import read_log, read_scripts
+from app.options import resolve_options
+from app.settings import get_settings
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -43,9 +47,18 @@ def run(args: argparse.Namespace) -> int:
         normal_return=not args.no_normal_return,
     )
     try:
+        settings = get_settings()
+        resolved = resolve_options(settings, log_functions=args.log_function, log_format=args.log_format)
         analysis = analyze(
-            scripts, log, log_functions=args.log_function, options=options, prefix_format=args.log_format
+            scripts,
+            log,
+            log_functions=resolved.log_functions,
+            options=options,
+            prefix_format=resolved.log_format,
         )
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        raise UsageError(f"invalid TCFL_* setting: {error['loc']}: {error['msg']}") from exc
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
     extra = [*warnings, *log_warnings]

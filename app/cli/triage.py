@@ -6,7 +6,7 @@ import argparse
 import asyncio
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -14,12 +14,15 @@ from app.analysis.model import Script
 from app.analysis.render import LEVELS
 from app.cli import UsageError
 from app.cli.io import read_log, read_scripts
-from app.localize.llm import ModelClient
 from app.localize.prompts import OUTPUT_FORMATS
-from app.localize.result import RANKERS, TriageOptions, TriageResult
-from app.service.store import Case, Store, safe_url
+from app.localize.result import TriageResult
+from app.options import TriageOptions, resolve_options
+from app.rankers import AUTO, ranker_names
 from app.settings import Settings, get_settings
 from app.triage import triage
+
+if TYPE_CHECKING:
+    from app.localize.llm import ModelClient
 
 CODE_PREVIEW_LINES = 4
 
@@ -34,7 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--trace", metavar="VARIANT", help="t0, tmin, tmid, tmax, tplus (default) or a variant name"
     )
     p.add_argument(
-        "--ranker", choices=RANKERS, default="auto", help="auto = the model when one is configured"
+        "--ranker", choices=(AUTO, *ranker_names()), help="auto (default) = the model when one is configured"
     )
     p.add_argument(
         "--model-url",
@@ -82,29 +85,28 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(
             f"invalid TCFL_* setting: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}"
         ) from exc
-    options = TriageOptions(
-        level=args.level or settings.default_level,
-        k=settings.default_k if args.k is None else args.k,
-        trace=args.trace or settings.default_trace,
-        ranker=args.ranker,
-        log_functions=(*settings.extra_log_functions(), *args.log_function),
-        output_format=args.output_format or settings.output_format,
-        two_phase=args.two_phase,
-        line_to_block=args.line_to_block,
-        log_format=args.log_format or settings.log_format,
-    )
     try:
-        options = options.validated()
-        if args.model:
-            settings = settings.model_copy(update={"model": args.model})
-        client = (
-            None
-            if args.ranker == "heuristic"
-            else ModelClient.from_settings(settings, model_url=args.model_url)
+        options = resolve_options(
+            settings,
+            level=args.level,
+            k=args.k,
+            trace=args.trace,
+            ranker=args.ranker,
+            log_functions=args.log_function,
+            output_format=args.output_format,
+            two_phase=args.two_phase or None,
+            line_to_block=args.line_to_block or None,
+            log_format=args.log_format,
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
-    if args.ranker == "llm" and client is None:
+    try:
+        if args.model:
+            settings = settings.model_copy(update={"model": args.model})
+        client = _client(settings, options, args.model_url)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    if options.ranker == "llm" and client is None:
         raise UsageError("--ranker llm needs a model server: pass --model-url or set TCFL_MODEL_URL")
     try:
         result = asyncio.run(_triage(scripts, log, options, client))
@@ -126,11 +128,22 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(format_result(result, result_warnings))
         if saved is not None:
+            from app.service.store import safe_url
+
             sys.stdout.write(
                 f"\nSaved as triage {saved} in {safe_url(settings.database_url)}"
                 f" (see it with `tcfl serve`: /triage/{saved})\n"
             )
     return 0
+
+
+def _client(settings: Settings, options: TriageOptions, model_url: str | None) -> ModelClient | None:
+    """A model client when the ranker may use one and a server is configured (httpx loads only then)."""
+    if options.ranker == "heuristic" or not (model_url or settings.model_url or "").strip():
+        return None
+    from app.localize.llm import ModelClient
+
+    return ModelClient.from_settings(settings, model_url=model_url)
 
 
 def _store(
@@ -143,20 +156,9 @@ def _store(
     warnings: list[str],
 ) -> int | None:
     """Record the triage like the API does; a database problem is a warning, never a lost result."""
-    case = Case(
-        scripts=tuple(scripts),
-        log=log,
-        options={
-            "level": options.level,
-            "k": options.k,
-            "trace": options.trace,
-            "ranker": options.ranker,
-            "log_functions": list(options.log_functions),
-            "output_format": options.output_format,
-            "log_format": options.log_format,
-        },
-        test_id=test_id,
-    )
+    from app.service.store import Case, Store, safe_url
+
+    case = Case(scripts=tuple(scripts), log=log, options=options.to_dict(), test_id=test_id)
     try:
         store = Store.open(settings.database_url)
         try:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from app.analysis.estimate import estimate_all
 from app.analysis.model import Analysis, Frame, Loc, MatchResult, Trace
@@ -23,7 +23,8 @@ from app.eval.ablation import ABLATION_RATES, AblationPoint, ablate
 from app.eval.cases import Case
 from app.eval.masking import Estimator, MaskingPlan, known_truth, mpf1, predicted_states
 from app.eval.metrics import RankScores, SetScores, preservation, rank_scores, set_scores
-from app.localize.result import TriageOptions, TriageResult
+from app.localize.result import TriageResult
+from app.options import TriageOptions
 
 PAPER_KS: dict[str, tuple[int, ...]] = {"function": (1, 3, 5), "block": (1, 3, 5, 10), "line": (1, 3, 5, 10)}
 
@@ -40,6 +41,7 @@ class EvalOptions:
     ablation: bool = False
     ablation_rates: tuple[float, ...] = ABLATION_RATES
     localize: bool = True
+    triage: TriageOptions = field(default_factory=TriageOptions)  # resolved base (settings, flags)
 
     def ks_for(self, level: str) -> tuple[int, ...]:
         if self.ks is None:
@@ -182,8 +184,10 @@ async def localize_case(
     for variant in options.rank_traces:
         for level in options.levels:
             ks = options.ks_for(level)
-            topts = TriageOptions(
-                level=level, k=max(ks), trace=variant, ranker=options.ranker, log_functions=case.log_functions
+            base = options.triage
+            functions = (*case.log_functions, *(p for p in base.log_functions if p not in case.log_functions))
+            topts = replace(
+                base, level=level, k=max(ks), trace=variant, ranker=options.ranker, log_functions=functions
             )
             result = await triage(case, topts)
             ranking = [item.id for item in result.ranking]
@@ -203,7 +207,11 @@ async def evaluate_case(case: Case, options: EvalOptions, triage: Triage | None)
     """Everything measured on one case; an exception becomes the result's ``error``."""
     started = time.perf_counter()
     try:
-        analysis = analyze(case.scripts, case.log, log_functions=case.log_functions, explain=False)
+        base = options.triage
+        functions = (*case.log_functions, *(p for p in base.log_functions if p not in case.log_functions))
+        analysis = analyze(
+            case.scripts, case.log, log_functions=functions, prefix_format=base.log_format, explain=False
+        )
     except Exception as exc:  # a broken case must not end the evaluation
         return CaseResult(case.id, error=f"analysis failed: {type(exc).__name__}: {exc}")
     analysis_ms = (time.perf_counter() - started) * 1000.0

@@ -26,6 +26,10 @@ class Channel(StrEnum):
     LEXICAL = "lexical"  # BM25 similarity to the failure text
     PROXIMITY = "proximity"  # ran shortly before the failure
     MODEL = "model"  # the model ranked it (its rationale in ``detail`` when it gave one)
+    SPECTRUM = "spectrum"  # CI history: ran in failing runs more than in passing ones (Ochiai, DStar)
+    CP = "cp"  # CI history: infection propagated over the block graph from failing runs
+    DIFF = "diff"  # CI history: changed since the last passing version of the script
+    HISTORY_VALUE = "history_value"  # CI history: a logged value class seen only in failing runs
 
 
 @dataclass(frozen=True, slots=True)

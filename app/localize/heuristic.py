@@ -37,11 +37,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-import tree_sitter_python
-from tree_sitter import Language, Node, Parser
+from tree_sitter import Node, Parser, Tree
 
 from app.analysis.model import Analysis, Loc, Program, Statement, StmtKind
 from app.analysis.render import Element, RenderedCode
+from app.analysis.source import language
 
 WEIGHTS: dict[str, float] = {"traceback": 4.0, "message": 3.0, "data": 2.0, "bm25": 1.0, "proximity": 0.5}
 DECAY = 0.6  # per def-use hop
@@ -132,7 +132,7 @@ def rank_heuristic(analysis: Analysis, rendered: RenderedCode, k: int) -> list[S
     program = analysis.program
     kept = analysis.traces[rendered.variant].kept
     sid_of_line = _sid_of_line(program)
-    facts = _facts(program)
+    facts = _facts(program, analysis.trees)
     quoted = _quoted_names(analysis.log.error_message)
 
     traceback = _traceback_scores(analysis, sid_of_line)
@@ -558,7 +558,7 @@ def _distinctive(piece: str) -> bool:
 
 @lru_cache(maxsize=1)
 def _parser() -> Parser:
-    return Parser(Language(tree_sitter_python.language()))
+    return Parser(language())
 
 
 def _sid_of_line(program: Program) -> dict[Loc, int]:
@@ -569,7 +569,7 @@ def _sid_of_line(program: Program) -> dict[Loc, int]:
     return mapping
 
 
-def _facts(program: Program) -> _Facts:
+def _facts(program: Program, trees: Sequence[Tree] = ()) -> _Facts:
     lines: dict[Loc, _LineFacts] = {}
     params: dict[str, tuple[str, ...]] = {}
     def_lines = {
@@ -578,8 +578,9 @@ def _facts(program: Program) -> _Facts:
         for line in f.header_lines
         if f.kind != "module"
     }
-    for source in program.files:
-        tree = _parser().parse("\n".join(source.lines).encode("utf-8", "replace"))
+    parsed = len(trees) == len(program.files)  # the analysis' own parse, one tree per file
+    for i, source in enumerate(program.files):
+        tree = trees[i] if parsed else _parser().parse("\n".join(source.lines).encode("utf-8", "replace"))
         try:
             _Walker(source.path, lines, params, def_lines).visit(tree.root_node, "use")
         except RecursionError:

@@ -1,50 +1,20 @@
-"""What a triage asks for and what it answers (DESIGN section 3's triage result)."""
+"""What a triage answers: the one result model (DESIGN section 3) that CLI JSON, HTTP and storage share.
+
+``to_dict`` writes the contract's JSON and ``from_dict`` reads it back (a stored result, an API
+answer); nothing else spells the shape out. The options record lives in app/options.py and is
+re-exported here for older imports.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-from app.analysis.logparse import check_prefix_format
-from app.analysis.model import resolve_variant
-from app.analysis.render import LEVELS
-from app.localize.prompts import OUTPUT_FORMATS
 from app.localize.repair import PostprocessCounts
+from app.options import RANKERS, TriageOptions
 
-RANKERS: tuple[str, ...] = ("auto", "llm", "heuristic")
-
-
-@dataclass(frozen=True)
-class TriageOptions:
-    level: str = "block"
-    k: int = 5
-    trace: str = "tplus"
-    ranker: str = "auto"  # auto = the model when a client is given, else the heuristic
-    log_functions: tuple[str, ...] = ()
-    output_format: str = "json_schema"  # or "paper": the paper's free-form answers
-    two_phase: bool = False  # paper VI-G: functions first, then blocks/lines inside the top ones
-    line_to_block: bool = False  # paper VI-D: ask for lines, answer with their blocks
-    log_format: str | None = (
-        None  # log prefix format: a known name or a regex with (?P<msg>...); None = detect
-    )
-
-    def validated(self) -> TriageOptions:
-        """A copy with the trace name made canonical; ``ValueError`` naming the bad option otherwise."""
-        if self.level not in LEVELS:
-            raise ValueError(f"level must be one of {', '.join(LEVELS)}, got {self.level!r}")
-        if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 1:
-            raise ValueError(f"k must be an integer >= 1, got {self.k!r}")
-        if self.ranker not in RANKERS:
-            raise ValueError(f"ranker must be one of {', '.join(RANKERS)}, got {self.ranker!r}")
-        if self.output_format not in OUTPUT_FORMATS:
-            raise ValueError(
-                f"output_format must be one of {', '.join(OUTPUT_FORMATS)}, got {self.output_format!r}"
-            )
-        if isinstance(self.log_functions, str):
-            raise ValueError("log_functions must be a list of patterns, not a single string")
-        if self.log_format:
-            check_prefix_format(self.log_format)
-        return replace(self, trace=resolve_variant(self.trace), log_functions=tuple(self.log_functions))
+__all__ = ["RANKERS", "RankedItem", "TriageOptions", "TriageResult"]
 
 
 @dataclass(frozen=True)
@@ -74,6 +44,19 @@ class RankedItem:
             out["rationale"] = self.rationale
         return out
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RankedItem:
+        return cls(
+            rank=int(data["rank"]),
+            id=str(data["id"]),
+            path=str(data["path"]),
+            start_line=int(data["start_line"]),
+            end_line=int(data["end_line"]),
+            code=str(data.get("code") or ""),
+            score=data.get("score"),
+            reason=str(data.get("reason") or ""),
+        )
+
 
 @dataclass(frozen=True)
 class TriageResult:
@@ -98,6 +81,7 @@ class TriageResult:
     warnings: tuple[str, ...] = ()
     id: str | None = None
     status: str = "done"
+    options: TriageOptions | None = None  # the resolved options the triage ran with, stored whole
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -125,4 +109,39 @@ class TriageResult:
             "postprocess": self.postprocess.to_dict(),
             "prompt": {"chars": self.prompt_chars, "lines": self.prompt_lines},
             "warnings": list(self.warnings),
+            "options": None if self.options is None else self.options.to_dict(),
         }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TriageResult:
+        """Read a result written by ``to_dict`` (stored, or answered by the API); extra keys are ignored."""
+        trace = data.get("trace") or {}
+        timings = data.get("timings") or {}
+        tokens = data.get("tokens")
+        prompt = data.get("prompt") or {}
+        counts = data.get("postprocess") or {}
+        options = data.get("options")
+        return cls(
+            error_message=data.get("error_message") or "",
+            ranker=data.get("ranker") or "heuristic",
+            model=data.get("model"),
+            fallback_reason=data.get("fallback_reason"),
+            level=data.get("level") or "block",
+            k=int(data.get("k") or 0),
+            variant=trace.get("variant") or "",
+            pruning_rate=float(trace.get("pruning_rate") or 0.0),
+            kept_lines=int(trace.get("kept_lines") or 0),
+            total_lines=int(trace.get("total_lines") or 0),
+            ranking=tuple(RankedItem.from_dict(item) for item in data.get("ranking") or ()),
+            tokens=None if not tokens else (int(tokens["input"]), int(tokens["output"])),
+            static_ms=float(timings.get("static_ms") or 0.0),
+            model_ms=float(timings.get("model_ms") or 0.0),
+            total_ms=float(timings.get("total_ms") or 0.0),
+            postprocess=PostprocessCounts(**{k: int(v) for k, v in counts.items()}),
+            prompt_chars=int(prompt.get("chars") or 0),
+            prompt_lines=int(prompt.get("lines") or 0),
+            warnings=tuple(data.get("warnings") or ()),
+            id=None if data.get("id") is None else str(data["id"]),
+            status=data.get("status") or "done",
+            options=None if options is None else TriageOptions.from_dict(options),
+        )

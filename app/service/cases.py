@@ -14,8 +14,8 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from app.analysis.model import Script, resolve_variant
-from app.localize.result import TriageOptions
+from app.analysis.model import Script
+from app.options import TriageOptions, resolve_options
 from app.service.schemas import BatchRequest, TriageRequest
 from app.service.store import Case
 from app.settings import Settings
@@ -56,20 +56,19 @@ def check_batch_size(count: int, settings: Settings) -> None:
 def to_case(request: TriageRequest, settings: Settings, *, where: str = "") -> Case:
     """Check limits, resolve defaults from settings, and check the options the pipeline will get."""
     check_limits(request, settings, where=where)
-    extra = [p for p in settings.extra_log_functions() if p not in request.log_functions]
     try:
-        options = {
-            "level": request.level or settings.default_level,
-            "k": request.k if request.k is not None else settings.default_k,
-            "trace": resolve_variant(request.trace or settings.default_trace),
-            "ranker": request.ranker or "auto",
-            "log_functions": [*request.log_functions, *extra],
-            "output_format": settings.output_format,
-            "log_format": request.log_format or settings.log_format,
-        }
-        triage_options(options).validated()
+        resolved = resolve_options(
+            settings,
+            level=request.level,
+            k=request.k,
+            trace=request.trace,
+            ranker=request.ranker,
+            log_functions=request.log_functions,
+            log_format=request.log_format,
+        )
     except ValueError as exc:
         raise InvalidInput(f"{where}{exc}") from None
+    options = resolved.to_dict()
     if options["ranker"] == "llm" and not settings.model_url:
         raise InvalidInput(f"{where}ranker 'llm' needs a model server, and TCFL_MODEL_URL is not set")
     scripts = tuple(Script(path=s.path, content=s.content) for s in request.scripts)
@@ -77,15 +76,8 @@ def to_case(request: TriageRequest, settings: Settings, *, where: str = "") -> C
 
 
 def triage_options(options: dict[str, Any]) -> TriageOptions:
-    return TriageOptions(
-        level=options["level"],
-        k=options["k"],
-        trace=options["trace"],
-        ranker=options["ranker"],
-        log_functions=tuple(options["log_functions"]),
-        output_format=options["output_format"],
-        log_format=options.get("log_format"),
-    )
+    """Stored options as the record; options stored before some field existed take its default."""
+    return TriageOptions.from_dict(options)
 
 
 def parse_batch_json(body: bytes, settings: Settings) -> list[TriageRequest]:

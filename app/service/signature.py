@@ -1,39 +1,23 @@
-"""Failure signatures: the same error at the same top-ranked place, whatever the run's details.
+"""The list page's failure signature: DESIGN 8.3's err_sig refined by the top-ranked location.
 
-Two failures group together when their error messages agree once the parts that change from
-run to run (numbers, addresses, ids, paths, timestamps, quoted values) are masked, and the
-top-ranked element is the same code. Pure; the store keeps the signature beside each result.
+Two failures group together when their exception type and masked message agree (the history's
+``err_sig``, numbers, ids, paths and timestamps masked) and their top-ranked element is the same
+code (``loc_sig``: its content, not its line numbers, so edits elsewhere keep the group). The
+result's JSON has no frame text, so the innermost frame does not take part here. Pure.
 """
 
 from __future__ import annotations
 
-import hashlib
-import re
 from collections.abc import Mapping
 from typing import Any
 
-MAX_MESSAGE_CHARS = 2000
-_MASKS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"), "<time>"),
-    (
-        re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.IGNORECASE),
-        "<uuid>",
-    ),
-    (re.compile(r"\b0x[0-9a-fA-F]+\b"), "<hex>"),
-    (re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"), "<ip>"),
-    (re.compile(r"(?:[A-Za-z]:)?(?:[\w.-]*[/\\])+[\w.-]+"), "<path>"),
-    (re.compile(r"\b[0-9a-fA-F]{12,}\b"), "<hex>"),
-    (re.compile(r"'[^'\n]{0,200}'|\"[^\"\n]{0,200}\""), "<str>"),
-    (re.compile(r"\b\d+(?:\.\d+)?\b"), "<n>"),
-)
+from app.history.signatures import err_sig, loc_sig, mask, split_exception
 
 
 def normalise_error(message: str | None) -> str:
-    """The error message with run-specific values masked and whitespace collapsed."""
-    text = (message or "").strip()[:MAX_MESSAGE_CHARS]
-    for pattern, mask in _MASKS:
-        text = pattern.sub(mask, text)
-    return " ".join(text.split())
+    """The exception type and its message with run-specific values masked."""
+    exc, text = split_exception(message or "")
+    return f"{exc}: {mask(text)}" if exc else mask(text)
 
 
 def location_key(top: Mapping[str, Any] | None) -> str:
@@ -46,6 +30,5 @@ def location_key(top: Mapping[str, Any] | None) -> str:
 
 
 def signature(error_message: str | None, top: Mapping[str, Any] | None) -> str:
-    """A 40-hex-digit key shared by failures with the same normalised error and top location."""
-    key = normalise_error(error_message) + "\n\x00" + location_key(top)
-    return hashlib.sha1(key.encode("utf-8"), usedforsecurity=False).hexdigest()
+    """A 40-hex-digit key shared by failures with the same masked error and top location."""
+    return loc_sig(err_sig(error_message or "", None, None), location_key(top))

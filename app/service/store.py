@@ -9,11 +9,13 @@ broker to run and nothing to keep in step with it.
 from __future__ import annotations
 
 import hashlib
+import re
 import zlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -245,8 +247,46 @@ def make_engine(url: str) -> Engine:
     return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
 
 
+_REVISION = re.compile(r"^revision\s*(?::[^=]*)?=\s*['\"]([^'\"]+)['\"]", re.MULTILINE)
+_DOWN_REVISION = re.compile(r"^down_revision\s*(?::[^=]*)?=\s*(.+)$", re.MULTILINE)
+
+
+@cache
+def script_heads() -> frozenset[str]:
+    """The head revisions of the migration scripts, read from their text (no Alembic import)."""
+    revisions: set[str] = set()
+    downs: set[str] = set()
+    for path in (MIGRATIONS_DIR / "versions").glob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        found = _REVISION.search(text)
+        if found is None:
+            continue
+        revisions.add(found.group(1))
+        down = _DOWN_REVISION.search(text)
+        if down is not None:
+            downs.update(re.findall(r"['\"]([^'\"]+)['\"]", down.group(1)))
+    return frozenset(revisions - downs)
+
+
+def schema_is_current(engine: Engine) -> bool:
+    """Whether the database is at the scripts' head(s); any doubt (no table yet, an error) says no."""
+    try:
+        with engine.connect() as conn:
+            stored = {row[0] for row in conn.execute(text("SELECT version_num FROM alembic_version"))}
+    except Exception:
+        return False
+    heads = script_heads()
+    return bool(heads) and stored == heads
+
+
 def migrate(engine: Engine) -> None:
-    """Bring the schema to the newest Alembic revision (idempotent; safe with concurrent starters)."""
+    """Bring the schema to the newest Alembic revision (idempotent; safe with concurrent starters).
+
+    Alembic is loaded and run only when the stored revision differs from the scripts' head: a
+    store opened on a current schema (every CLI triage) pays one query, not the migration check.
+    """
+    if schema_is_current(engine):
+        return
     from alembic import command
     from alembic.config import Config
 

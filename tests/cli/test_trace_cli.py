@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -121,3 +122,43 @@ def test_bad_input_gives_one_line_errors_or_warnings(tmp_path: Path):
         "trace", str(RUNNING / "test_example.py"), "--log", str(RUNNING / "failure.log"), "--variant", "T9"
     )
     assert bad_variant.returncode == 2 and "unknown trace variant" in bad_variant.stderr
+
+
+def test_trace_reads_the_configured_log_format_and_log_functions(tmp_path: Path) -> None:
+    """`tcfl trace` resolves its options like every entry point: TCFL_* settings count."""
+    log = tmp_path / "custom.log"
+    text = (RUNNING / "failure.log").read_text()
+    log.write_text(text.replace("[INFO] ", "@@ INFO :: "))
+    script = str(RUNNING / "test_example.py")
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("TCFL_")},
+        "TCFL_LOG_FORMAT": r"^@@ (?P<level>[A-Z]+) :: (?P<msg>.*)$",
+        "TCFL_LOG_FUNCTIONS": "Log.log",
+    }
+    configured = subprocess.run(
+        [*TCFL, "trace", script, "--log", str(log), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert configured.returncode == 0, configured.stderr
+    out = json.loads(configured.stdout)
+    assert out["log_format"] == "custom"
+    texts = [m["text"] for s in out["static_log_statements"] for m in s["matched"]]
+    assert texts and not any(t.startswith("@@") for t in texts)
+    assert [loc["line"] for loc in out["L_exe"]] == [2, 10, 11, 16, 17, 22, 23]
+
+    bare = {k: v for k, v in env.items() if not k.startswith("TCFL_")}
+    plain = subprocess.run(
+        [*TCFL, "trace", script, "--log", str(log), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=bare,
+        cwd=tmp_path,
+    )
+    assert plain.returncode == 0, plain.stderr
+    assert json.loads(plain.stdout)["log_format"] != "custom"
+    assert [loc["line"] for loc in json.loads(plain.stdout)["L_exe"]] == [17, 23]

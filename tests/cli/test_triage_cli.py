@@ -175,3 +175,43 @@ def test_no_store_leaves_no_database(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert main(["triage", SCRIPT, "--log", LOG, "--log-function", "Log.log", "--no-store", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["id"] is None
     assert not (tmp_path / "tcfl.db").exists()
+
+
+def test_the_options_are_stored_whole_and_given_back(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """two_phase and line_to_block used to be dropped from the stored options."""
+    from app.localize.result import TriageResult
+    from app.options import TriageOptions
+    from app.service.store import Store
+
+    args = ["triage", SCRIPT, "--log", LOG, "--log-function", "Log.log", "--two-phase", "--line-to-block"]
+    assert main([*args, "--json", "--ranker", "heuristic"]) == 0
+    body = json.loads(capsys.readouterr().out)
+    assert body["options"]["two_phase"] is True and body["options"]["line_to_block"] is True
+    store = Store.open(f"sqlite:///{tmp_path / 'tcfl.db'}")
+    try:
+        case = store.load_case(body["id"])
+        stored = store.get_triage(body["id"])
+    finally:
+        store.close()
+    options = TriageOptions.from_dict(case.options)
+    assert options.two_phase and options.line_to_block and options.ranker == "heuristic"
+    assert options.log_functions == ("Log.log",)
+    assert stored is not None and stored["options"] == body["options"]
+    assert TriageResult.from_dict(stored).options == options
+
+
+def test_settings_and_flags_resolve_in_one_order(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("TCFL_DEFAULT_K", "2")
+    monkeypatch.setenv("TCFL_LOG_FUNCTIONS", "Log.log")
+    get_settings.cache_clear()
+    assert main(["triage", SCRIPT, "--log", LOG, "--no-store", "--json"]) == 0
+    body = json.loads(capsys.readouterr().out)
+    assert body["k"] == 2 and len(body["ranking"]) == 2
+    assert body["options"]["log_functions"] == ["Log.log"]
+    assert body["trace"]["kept_lines"] == 14  # the golden tplus needs the configured Log.log
+    assert main(["triage", SCRIPT, "--log", LOG, "--no-store", "--json", "-k", "4"]) == 0
+    assert json.loads(capsys.readouterr().out)["k"] == 4

@@ -260,3 +260,24 @@ def test_interrupted_synchronous_triages_are_marked_failed(store: Store) -> None
     store.release_own("w")
     requeued = store.get_triage(claim.request_id)
     assert requeued is not None and requeued["status"] == "queued"
+
+
+def test_the_migration_check_runs_only_when_the_schema_differs(tmp_path: Path) -> None:
+    from sqlalchemy import text
+
+    from app.service.store import make_engine, migrate, schema_is_current, script_heads
+
+    assert script_heads() and all(isinstance(h, str) for h in script_heads())
+    engine = make_engine(f"sqlite:///{tmp_path / 'schema.db'}")
+    try:
+        assert not schema_is_current(engine)  # no table yet
+        migrate(engine)
+        assert schema_is_current(engine)
+        with engine.begin() as conn:
+            conn.execute(text("DROP TABLE feedback"))  # what 0002 added: back to a 0001 database
+            conn.execute(text("UPDATE alembic_version SET version_num = '0001'"))
+        assert not schema_is_current(engine)  # an older schema: alembic upgrades it
+        migrate(engine)
+        assert schema_is_current(engine)
+    finally:
+        engine.dispose()

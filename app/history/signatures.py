@@ -1,0 +1,180 @@
+"""Failure signatures and what the history says about a failure (DESIGN 8.3).
+
+err_sig hashes what stays the same when one cause fails again: the exception type, its message
+with run-specific tokens masked, and the innermost script frame (function and line content, not
+line number, so edits elsewhere keep it). loc_sig adds the top fused block's content. A failure
+is new, recurring, a regression (passes between) or flaky (both verdicts at one version and
+environment); the first bad version brackets when the script changed for the worse.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import combinations, pairwise
+
+FLAKY_WINDOW = 20
+FLAKY_FLIP_RATE = 0.1
+_MASKS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"\b\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?"), "<ts>"),
+    (
+        re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"),
+        "<uuid>",
+    ),
+    (re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"), "<ip>"),
+    (re.compile(r"(?:[A-Za-z]:)?(?:[\\/][\w.\-]+){2,}[\\/]?"), "<path>"),
+    (re.compile(r"\b0x[0-9a-fA-F]+\b"), "<hex>"),
+    (re.compile(r"\b[0-9a-f]{12,}\b"), "<hex>"),
+    (re.compile(r"[-+]?\b\d+(?:\.\d+)?(?:e[-+]?\d+)?\b"), "<n>"),
+)
+_EXC = re.compile(
+    r"^\s*(?:E\s+)?([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Failure|Fail|Reset))\b:?\s?(.*)$"
+)
+
+
+def mask(text: str) -> str:
+    """The message with numbers, hex, uuids, IPs, paths and timestamps replaced by placeholders."""
+    for pattern, placeholder in _MASKS:
+        text = pattern.sub(placeholder, text)
+    return " ".join(text.split())
+
+
+def split_exception(error_message: str) -> tuple[str, str]:
+    """(exception type, message) from a traceback's last line(s); ('', text) when there is no type."""
+    lines = [line for line in error_message.strip().splitlines() if line.strip()]
+    for i, line in enumerate(lines):
+        m = _EXC.match(line)
+        if m:
+            rest = [m.group(2), *lines[i + 1 :]]
+            return m.group(1).rsplit(".", 1)[-1], "\n".join(r for r in rest if r)
+    return "", "\n".join(lines)
+
+
+def _sha1(*parts: str) -> str:
+    return hashlib.sha1("\x1f".join(parts).encode("utf-8")).hexdigest()
+
+
+def err_sig(error_message: str, frame_function: str | None, frame_code: str | None) -> str:
+    exc, message = split_exception(error_message)
+    code = _sha1(" ".join((frame_code or "").split()))
+    return _sha1(exc, mask(message), frame_function or "", code)
+
+
+def loc_sig(error_sig: str, block_code: str) -> str:
+    return _sha1(error_sig, " ".join(block_code.split()))
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run as classification sees it; runs are given oldest first."""
+
+    verdict: str  # pass | fail | error | skip
+    version: str
+    env: str = ""  # environment fingerprint
+    err_sig: str | None = None
+
+
+def _failed(run: Run) -> bool:
+    return run.verdict in ("fail", "error")
+
+
+def is_flaky(history: Sequence[Run], current: Run, window: int = FLAKY_WINDOW) -> bool:
+    """Both verdicts at the current (version, env) in the last runs, flipping often enough."""
+    same = [r for r in history[-(window - 1) :] if (r.version, r.env) == (current.version, current.env)]
+    same = [r for r in (*same, current) if r.verdict != "skip"]
+    verdicts = [_failed(r) for r in same]
+    if len(set(verdicts)) < 2:
+        return False
+    flips = sum(a != b for a, b in pairwise(verdicts))
+    return flips / max(1, len(verdicts) - 1) >= FLAKY_FLIP_RATE
+
+
+def classify(history: Sequence[Run], current: Run, window: int = FLAKY_WINDOW) -> str:
+    """new | recurring | regression | flaky for the failing ``current`` run given earlier runs."""
+    if is_flaky(history, current, window):
+        return "flaky"
+    seen = [i for i, r in enumerate(history) if _failed(r) and r.err_sig == current.err_sig]
+    if not seen:
+        return "new"
+    if any(r.verdict == "pass" for r in history[seen[-1] + 1 :]):
+        return "regression"
+    return "recurring"
+
+
+@dataclass(frozen=True)
+class FirstBad:
+    last_good: str | None  # version of the last pass before the failure
+    first_bad: str | None  # version of the earliest failure with this signature after it
+    between: tuple[str, ...] = ()  # versions seen between them with no run of their own: a range
+    script_changed: bool = True
+    note: str = ""
+
+
+def first_bad_version(
+    history: Sequence[Run], current: Run, version_order: Sequence[str] = (), *, window: int | None = None
+) -> FirstBad:
+    """V_p = the last pass, V_f = the first failure with ``current``'s signature after it."""
+    runs = [*history, current]
+    if window is not None:
+        runs = runs[-window:]
+    passes = [i for i, r in enumerate(runs) if r.verdict == "pass"]
+    if not passes:
+        return FirstBad(None, _first_failing(runs, 0, current), note="no passing run in the history")
+    last_pass = passes[-1]
+    good = runs[last_pass].version
+    bad = _first_failing(runs, last_pass + 1, current) or current.version
+    between: tuple[str, ...] = ()
+    if version_order and good in version_order and bad in version_order:
+        i, j = version_order.index(good), version_order.index(bad)
+        between = tuple(version_order[i + 1 : j])
+    if good == current.version:
+        return FirstBad(
+            good, bad, between, False, "script unchanged since last pass: suspect SUT/env or flakiness"
+        )
+    return FirstBad(good, bad, between)
+
+
+def _first_failing(runs: Sequence[Run], start: int, current: Run) -> str | None:
+    for r in runs[start:]:
+        if _failed(r) and r.err_sig == current.err_sig:
+            return r.version
+    return None
+
+
+@dataclass(frozen=True)
+class Failure:
+    id: Hashable
+    err_sig: str
+    loc_sig: str | None = None
+
+
+@dataclass(frozen=True)
+class Group:
+    err_sig: str
+    loc_sig: str | None
+    members: tuple[Hashable, ...] = field(default_factory=tuple)
+
+
+def group(failures: Iterable[Failure], *, refine: bool = True) -> list[Group]:
+    """Failures by err_sig across tests, refined by loc_sig; largest groups first."""
+    found: dict[tuple[str, str | None], list[Hashable]] = {}
+    for f in failures:
+        found.setdefault((f.err_sig, f.loc_sig if refine else None), []).append(f.id)
+    groups = [Group(e, loc, tuple(m)) for (e, loc), m in found.items()]
+    return sorted(groups, key=lambda g: (-len(g.members), g.err_sig, g.loc_sig or ""))
+
+
+def pairwise_f1(predicted: Mapping[Hashable, Hashable], truth: Mapping[Hashable, Hashable]) -> float:
+    """Pairwise F1 of a clustering: pairs put together that truly belong together."""
+    ids = sorted(predicted.keys() & truth.keys(), key=repr)
+    tp = fp = fn = 0
+    for a, b in combinations(ids, 2):
+        same_p, same_t = predicted[a] == predicted[b], truth[a] == truth[b]
+        tp += same_p and same_t
+        fp += same_p and not same_t
+        fn += same_t and not same_p
+    if tp == 0:
+        return 1.0 if fp == fn == 0 else 0.0
+    return 2 * tp / (2 * tp + fp + fn)

@@ -1,0 +1,120 @@
+"""The one options record of a triage, and the one place it is resolved.
+
+Every entry point (CLI triage/trace/eval/batch, HTTP, dashboard) builds its options with
+``resolve_options``: defaults < settings (environment, ``.env``) < what the caller asked for.
+The analysis core reads no settings; it gets this record. The record is stored whole with each
+result (``to_dict``/``from_dict``) so a stored triage says exactly how it was made.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, fields, replace
+from typing import TYPE_CHECKING, Any
+
+from app.analysis.model import resolve_variant
+
+if TYPE_CHECKING:
+    from app.settings import Settings
+
+LEVELS: tuple[str, ...] = ("function", "block", "line")
+OUTPUT_FORMATS: tuple[str, ...] = ("json_schema", "paper")
+RANKERS: tuple[str, ...] = ("auto", "llm", "heuristic")  # the built-in names; app.rankers has them all
+
+
+@dataclass(frozen=True)
+class TriageOptions:
+    level: str = "block"
+    k: int = 5
+    trace: str = "tplus"
+    ranker: str = "auto"  # auto = the model when a client is given, else the heuristic
+    log_functions: tuple[str, ...] = ()
+    output_format: str = "json_schema"  # or "paper": the paper's free-form answers
+    two_phase: bool = False  # paper VI-G: functions first, then blocks/lines inside the top ones
+    line_to_block: bool = False  # paper VI-D: ask for lines, answer with their blocks
+    log_format: str | None = None  # a known format name or a regex with (?P<msg>...); None = detect
+
+    def validated(self) -> TriageOptions:
+        """A copy with the trace name made canonical; ``ValueError`` naming the bad option otherwise."""
+        from app.rankers import ranker_names
+
+        if self.level not in LEVELS:
+            raise ValueError(f"level must be one of {', '.join(LEVELS)}, got {self.level!r}")
+        if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 1:
+            raise ValueError(f"k must be an integer >= 1, got {self.k!r}")
+        rankers = ("auto", *ranker_names())
+        if self.ranker not in rankers:
+            raise ValueError(f"ranker must be one of {', '.join(rankers)}, got {self.ranker!r}")
+        if self.output_format not in OUTPUT_FORMATS:
+            raise ValueError(
+                f"output_format must be one of {', '.join(OUTPUT_FORMATS)}, got {self.output_format!r}"
+            )
+        if isinstance(self.log_functions, str):
+            raise ValueError("log_functions must be a list of patterns, not a single string")
+        if self.log_format:
+            from app.analysis.logparse import check_prefix_format
+
+            check_prefix_format(self.log_format)
+        return replace(self, trace=resolve_variant(self.trace), log_functions=tuple(self.log_functions))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field, JSON-ready: what is stored with a result and shown by the API."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["log_functions"] = list(self.log_functions)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TriageOptions:
+        """Read stored options; fields an older version did not store take their defaults."""
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        if "log_functions" in values:
+            values["log_functions"] = tuple(values["log_functions"] or ())
+        return cls(**values)
+
+
+def resolve_options(
+    settings: Settings | None = None,
+    *,
+    level: str | None = None,
+    k: int | None = None,
+    trace: str | None = None,
+    ranker: str | None = None,
+    log_functions: Iterable[str] = (),
+    output_format: str | None = None,
+    two_phase: bool | None = None,
+    line_to_block: bool | None = None,
+    log_format: str | None = None,
+) -> TriageOptions:
+    """Defaults < settings < the caller's values (None = not given); validated, ``ValueError`` if bad.
+
+    Log-function patterns add up: the caller's first, then the configured ones it did not repeat.
+    """
+    base = TriageOptions()
+    if settings is not None:
+        base = replace(
+            base,
+            level=settings.default_level,
+            k=settings.default_k,
+            trace=settings.default_trace,
+            output_format=settings.output_format,
+            log_format=settings.log_format or None,
+        )
+    given = list(dict.fromkeys(log_functions))
+    configured = settings.extra_log_functions() if settings is not None else []
+    chosen = {
+        "level": level,
+        "k": k,
+        "trace": trace,
+        "ranker": ranker,
+        "output_format": output_format,
+        "two_phase": two_phase,
+        "line_to_block": line_to_block,
+        "log_format": log_format or None,
+    }
+    options = replace(
+        base,
+        log_functions=(*given, *(p for p in configured if p not in given)),
+        **{name: value for name, value in chosen.items() if value is not None},
+    )
+    return options.validated()

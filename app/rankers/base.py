@@ -1,0 +1,66 @@
+"""What every ranker takes and gives: the analysis and rendered code in, picks out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from app.analysis.model import Analysis
+from app.analysis.render import Element, RenderedCode
+from app.localize.repair import PostprocessCounts
+from app.options import TriageOptions
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """The prompt of a triage: the code as the model sees it and the chat messages holding it."""
+
+    rendered: RenderedCode  # at the level asked of the model (lines for line_to_block)
+    messages: tuple[dict[str, str], ...]
+
+    @property
+    def chars(self) -> int:
+        return sum(len(m["content"]) for m in self.messages)
+
+    @property
+    def lines(self) -> int:
+        return sum(m["content"].count("\n") + 1 for m in self.messages)
+
+
+@dataclass(frozen=True)
+class RankRequest:
+    """One triage's static phase, done once, as every ranker reads it."""
+
+    analysis: Analysis
+    rendered: RenderedCode  # at the requested level: the elements a ranking may name
+    prompt: Prompt
+    options: TriageOptions
+
+
+@dataclass(frozen=True)
+class Pick:
+    element: Element
+    score: float | None  # None for a model's own choice
+    reason: str
+
+
+@dataclass(frozen=True)
+class RankAnswer:
+    """A ranker's answer; ``name`` is the ranker whose picks these are (``heuristic`` after a fallback)."""
+
+    name: str
+    picks: tuple[Pick, ...]
+    model: str | None = None
+    tokens: tuple[int, int] | None = None  # (input, output) where a model counted them
+    model_ms: float = 0.0
+    counts: PostprocessCounts = field(default_factory=PostprocessCounts)
+    warnings: tuple[str, ...] = ()
+    fallback: str | None = None  # why the asked-for ranker did not answer (fully)
+
+
+class Ranker(Protocol):
+    name: str
+
+    async def rank(self, request: RankRequest, k: int) -> RankAnswer:
+        """The ``k`` most suspicious elements of ``request.rendered``, best first (fewer is allowed)."""
+        ...

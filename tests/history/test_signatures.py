@@ -1,0 +1,87 @@
+"""Signatures, classification, first bad version and grouping on small synthetic histories."""
+
+from __future__ import annotations
+
+from app.history.signatures import (
+    Failure,
+    Run,
+    classify,
+    err_sig,
+    first_bad_version,
+    group,
+    is_flaky,
+    loc_sig,
+    mask,
+    pairwise_f1,
+    split_exception,
+)
+
+
+def test_mask_hides_run_specific_tokens() -> None:
+    text = (
+        "conn 10.0.0.7:8080 reset at 2024-05-01 12:00:03,120 id 0x7f3a"
+        " uuid 123e4567-e89b-12d3-a456-426614174000 in /tmp/x/y.txt after 3.5 s"
+    )
+    assert mask(text) == "conn <ip> reset at <ts> id <hex> uuid <uuid> in <path> after <n> s"
+
+
+def test_split_exception_reads_type_and_message() -> None:
+    assert split_exception("AssertionError: 3 != 4") == ("AssertionError", "3 != 4")
+    assert split_exception("E   requests.exceptions.ConnectionError: refused") == (
+        "ConnectionError",
+        "refused",
+    )
+    assert split_exception("something odd happened") == ("", "something odd happened")
+
+
+def test_err_sig_is_stable_across_numbers_and_line_moves_but_not_causes() -> None:
+    a = err_sig("AssertionError: 3 != 4", "test_x", "self.assertEqual(a, b)")
+    assert a == err_sig("AssertionError: 7 != 9", "test_x", "  self.assertEqual(a,  b)")
+    assert a != err_sig("KeyError: 'name'", "test_x", "self.assertEqual(a, b)")
+    assert a != err_sig("AssertionError: 3 != 4", "test_y", "self.assertEqual(a, b)")
+    assert loc_sig(a, "x = 1\ny = 2") == loc_sig(a, "x = 1  y = 2")
+
+
+P, F = "pass", "fail"
+
+
+def runs(spec: str, version: str = "v1", sig: str = "s") -> list[Run]:
+    return [Run(P if c == "p" else F, version, "env", sig if c == "f" else None) for c in spec]
+
+
+def test_classification() -> None:
+    now = Run(F, "v2", "env", "s")
+    assert classify(runs("ppp"), now) == "new"
+    assert classify(runs("pf", "v1", "other"), now) == "new"
+    assert classify(runs("pff", "v1"), now) == "recurring"
+    assert classify(runs("pfpp", "v1"), now) == "regression"
+    assert classify(runs("pfpfppfp", "v2"), now) == "flaky"
+    assert not is_flaky(runs("pppp", "v2"), Run(F, "v3", "env", "s"))  # a new version is not a flip
+
+
+def test_flakiness_is_per_environment() -> None:
+    history = [Run(P, "v2", "a"), Run(F, "v2", "b", "s"), Run(P, "v2", "a"), Run(F, "v2", "b", "s")]
+    assert not is_flaky(history, Run(F, "v2", "b", "s"))
+    assert is_flaky(history, Run(F, "v2", "a", "s"))
+
+
+def test_first_bad_version_and_range() -> None:
+    history = [*runs("pp", "v1"), *runs("p", "v2"), *runs("f", "v4")]
+    found = first_bad_version(history, Run(F, "v5", "env", "s"), ["v1", "v2", "v3", "v4", "v5"])
+    assert (found.last_good, found.first_bad, found.between) == ("v2", "v4", ("v3",))
+    assert found.script_changed
+    same = first_bad_version(runs("pp", "v5"), Run(F, "v5", "env", "s"))
+    assert not same.script_changed and "unchanged" in same.note
+    assert first_bad_version([], Run(F, "v1", "env", "s")).last_good is None
+
+
+def test_grouping_and_pairwise_f1() -> None:
+    failures = [Failure(1, "a", "x"), Failure(2, "a", "x"), Failure(3, "a", "y"), Failure(4, "b", None)]
+    groups = group(failures)
+    assert [g.members for g in groups] == [(1, 2), (3,), (4,)]
+    assert [g.members for g in group(failures, refine=False)] == [(1, 2, 3), (4,)]
+    truth = {1: "t1", 2: "t1", 3: "t1", 4: "t2"}
+    predicted = {m: i for i, g in enumerate(groups) for m in g.members}
+    # true pairs 12 13 23; predicted 12: tp 1, fn 2 -> 2/(2+0+2)
+    assert pairwise_f1(predicted, truth) == 0.5
+    assert pairwise_f1(truth, truth) == 1.0

@@ -1,0 +1,110 @@
+"""Spectrum rows from estimated states and the SBFL formulas, against hand-computed values."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from app.analysis.model import Loc, State
+from app.history.spectrum import (
+    Counts,
+    RunTrace,
+    aggregate,
+    dstar,
+    map_states,
+    ochiai,
+    op2,
+    rank,
+    scores,
+    spectrum,
+    tarantula,
+)
+from app.history.versions import map_lines
+
+A, B, C = Loc("t.py", 1), Loc("t.py", 2), Loc("t.py", 3)
+E, N, D = State.EXE, State.NEXE, State.DBT
+
+
+def runs() -> list[RunTrace]:
+    return [
+        RunTrace("fail", {A: E, B: D, C: N}),
+        RunTrace("error", {A: E, B: D, C: E}),
+        RunTrace("pass", {A: E, B: D, C: E}),
+        RunTrace("pass", {A: N, B: D, C: E}),
+        RunTrace("pass", {A: N, B: D}),  # C absent: this version had no such line
+        RunTrace("skip", {A: E, B: E, C: E}),
+        RunTrace("fail", {A: N, B: N, C: N}, flaky=True),
+    ]
+
+
+def test_counts_follow_the_default_state_weights() -> None:
+    counts = spectrum(runs(), [A, B, C])
+    assert counts[A] == Counts(aef=2, anf=0, aep=1, anp=2)
+    assert counts[B] == Counts(aef=2, anf=0, aep=1.5, anp=1.5)  # doubtful: 1 in failures, 0.5 in passes
+    assert counts[C] == Counts(aef=1, anf=1, aep=2, anp=0)
+
+
+def test_run_weight_scales_its_row() -> None:
+    counts = spectrum([RunTrace("fail", {A: E}, weight=0.5), RunTrace("pass", {A: N}, weight=0.25)], [A])
+    assert counts[A] == Counts(aef=0.5, anf=0, aep=0, anp=0.25)
+
+
+def test_formulas_on_a_hand_computed_row() -> None:
+    c = Counts(aef=2, anf=0, aep=1, anp=2)
+    assert ochiai(c) == pytest.approx(2 / math.sqrt(2 * 3))
+    assert dstar(c) == pytest.approx(4.0)
+    assert op2(c) == pytest.approx(2 - 1 / 4)
+    assert tarantula(c) == pytest.approx(1 / (1 + 1 / 3))
+    assert dstar(Counts(aef=1)) == math.inf
+    assert ochiai(Counts()) == 0.0 and tarantula(Counts()) == 0.0
+
+
+def test_unknown_formula_is_a_clear_error() -> None:
+    with pytest.raises(ValueError, match="unknown formula"):
+        scores({}, "jaccardish")
+
+
+def test_blocks_take_their_best_line_and_ties_go_to_the_static_rank() -> None:
+    line_scores = {A: 0.2, B: 0.9, C: 0.9}
+    blocks = aggregate(line_scores, {"BLOCK 1": [A, B], "BLOCK 2": [C], "BLOCK 3": [Loc("t.py", 9)]})
+    assert blocks == {"BLOCK 1": 0.9, "BLOCK 2": 0.9}
+    assert rank(blocks, {"BLOCK 2": 1, "BLOCK 1": 2}) == ["BLOCK 2", "BLOCK 1"]
+
+
+def test_states_of_an_older_version_move_with_the_line_map() -> None:
+    old = ["def test():", "    x = 1", "    assert x"]
+    new = ["def test():", "    # why", "    x = 1", "    assert x == 1", "    done()"]
+    moved = map_states(
+        {Loc("t.py", 1): E, Loc("t.py", 2): E, Loc("t.py", 3): N, Loc("u.py", 1): E},
+        {"t.py": map_lines(old, new)},
+    )
+    assert moved == {Loc("t.py", 1): E, Loc("t.py", 3): E}  # "assert x" was rewritten: no pre-image
+
+
+state = st.sampled_from([E, N, D])
+run = st.builds(RunTrace, st.sampled_from(["pass", "fail"]), st.fixed_dictionaries({A: state}))
+
+
+@given(st.lists(run, max_size=12))
+def test_counts_sum_to_the_weighted_number_of_runs(history: list[RunTrace]) -> None:
+    c = spectrum(history, [A])[A]
+    assert c.aef + c.anf == pytest.approx(sum(r.verdict == "fail" for r in history))
+    assert c.aep + c.anp == pytest.approx(sum(r.verdict == "pass" for r in history))
+    for f in (ochiai, tarantula):
+        assert 0.0 <= f(c) <= 1.0
+
+
+@given(st.lists(run, max_size=12))
+def test_a_line_every_failure_ran_and_no_pass_ran_scores_highest(history: list[RunTrace]) -> None:
+    history = [*history, RunTrace("fail", {A: E, B: E}), RunTrace("pass", {A: N, B: E})]
+    for r in history:
+        if r.verdict == "fail":
+            r.states[A] = E  # type: ignore[index]
+        else:
+            r.states[A] = N  # type: ignore[index]
+    s = scores(spectrum(history, [A, B]))
+    assert s[A] == pytest.approx(1.0)
+    assert s[A] >= s.get(B, 0.0)
