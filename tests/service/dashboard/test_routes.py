@@ -268,3 +268,5 @@ def test_evidence_rationale_and_scaled_scores_are_shown(server: Server) -> None:
     assert 'href="#L0-17"' in item and 'href="#log-14" data-log="14"' in item
     assert "100<span" in item  # the top element's score, scaled
     assert 'data-testid="rank-item"' in page and page.count('data-testid="score"') == 3
+    options = page[page.index('data-testid="options"') :]
+    assert "level block" in options and "trace tplus" in options and "log_functions Log.log" in options
