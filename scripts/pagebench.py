@@ -22,7 +22,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-warnings.filterwarnings("ignore", message=".*httpx.*", category=DeprecationWarning)
+warnings.filterwarnings("ignore", message=".*httpx.*")
 from fastapi.testclient import TestClient  # noqa: E402
 
 from app.analysis.model import Script  # noqa: E402
