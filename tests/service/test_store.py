@@ -274,7 +274,8 @@ def test_the_migration_check_runs_only_when_the_schema_differs(tmp_path: Path) -
         migrate(engine)
         assert schema_is_current(engine)
         with engine.begin() as conn:
-            conn.execute(text("DROP TABLE feedback"))  # what 0002 added: back to a 0001 database
+            for table in ("log_chunks", "analysis_snapshots", "feedback"):  # what 0002 and 0003 added
+                conn.execute(text(f"DROP TABLE {table}"))  # back to a 0001 database
             conn.execute(text("UPDATE alembic_version SET version_num = '0001'"))
         assert not schema_is_current(engine)  # an older schema: alembic upgrades it
         migrate(engine)
