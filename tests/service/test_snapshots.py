@@ -161,3 +161,18 @@ def test_signatures_ignore_run_specific_values(one: str, other: str) -> None:
     assert signature(one, top) != signature(one, {**top, "path": "u.py"})
     assert signature(one, top) != signature("ValueError: " + one, top)
     assert signature(one, None) != signature(one, top)
+
+
+def test_the_snapshot_tables_are_created_as_modelled(tmp_path: Path) -> None:
+    from alembic.autogenerate import compare_metadata
+    from alembic.migration import MigrationContext
+
+    from app.service.store import Base
+
+    store = Store.open(f"sqlite:///{tmp_path / 'tcfl.db'}")
+    try:
+        with store.engine.connect() as conn:
+            diffs = compare_metadata(MigrationContext.configure(conn), Base.metadata)
+        assert [d for d in diffs if "analysis_snapshots" in repr(d) or "log_chunks" in repr(d)] == []
+    finally:
+        store.close()
