@@ -1,20 +1,28 @@
-"""Static-phase benchmark: time from scripts + log to rendered prompt, over script and log sizes.
+"""`tcfl bench`: the static phase as triage runs it, against the bare tree-sitter parse of the same script.
 
-Run as ``tcfl bench`` or ``python -m app.bench``. It prints a table; it asserts nothing.
-The synthetic inputs look like real system tests: helpers with logging, branches, loops,
-try/except, and a log of mostly framework noise with some test messages and a traceback.
+For each script and log size it times, in this process: the bare parse; triage's static phase
+(analysis of the asked trace variant, rendered code and prompt, as ``timings.static_ms``); the
+built-in ranking; and `tcfl trace`'s analysis (every variant, per-line explanations). It prints
+medians, ratios to the bare parse, and the static phase's peak traced memory against the log's
+size. It asserts nothing. Synthetic scripts look like real system tests; ``--script`` adds real
+ones, each paired with a log made of its own log statements' texts (DESIGN section 9 asks for
+tens of milliseconds on 250 lines with a 1,000-line log, and linear growth).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import statistics
+import sys
 import time
+import tracemalloc
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 from app.analysis.model import Script
-from app.analysis.pipeline import analyze
 
 TEMPLATE = '''\
 def step_{i}(session, target):
@@ -36,6 +44,8 @@ def step_{i}(session, target):
     return value
 
 '''
+SYNTHETIC_PATH = "tests/test_big.py"
+DEFAULT_SIZES = ((250, 1_000), (1_000, 10_000), (2_500, 100_000))
 
 
 def make_script(lines: int) -> str:
@@ -50,6 +60,7 @@ def make_script(lines: int) -> str:
 
 
 def make_log(script: str, lines: int, seed: int = 7) -> str:
+    """A synthetic script's log: mostly framework noise, some step messages, then a traceback."""
     rng = random.Random(seed)
     steps = script.count("def step_")
     done = max(1, steps * 2 // 3)
@@ -70,69 +81,182 @@ def make_log(script: str, lines: int, seed: int = 7) -> str:
             )
     out += [
         "2024-05-01 10:00:04,000 ERROR test: Traceback (most recent call last):",
-        f'  File "/ci/tests/test_big.py", line {script.count(chr(10))}, in test_scenario',
+        f'  File "/ci/{SYNTHETIC_PATH}", line {script.count(chr(10))}, in test_scenario',
         f"    step_{done}(session, 'dut')",
-        '  File "/ci/tests/test_big.py", line 7, in step_0',
+        f'  File "/ci/{SYNTHETIC_PATH}", line 7, in step_0',
         '    raise StepError("step 0 failed")',
         "StepError: step failed",
     ]
     return "\n".join(out) + "\n"
 
 
-def _time(fn: Callable[[], object], repeat: int) -> list[float]:
+def log_for(script: Script, lines: int, seed: int = 7) -> str:
+    """A log for a real script: its own log statements' texts, framework noise, a final traceback."""
+    from app.analysis.logstatements import find_log_statements
+    from app.analysis.source import normalize_newlines, parse_program, parse_tree
+
+    content = normalize_newlines(script.content)
+    tree = parse_tree(content)
+    texts = [" ".join(ls.parts) for ls in find_log_statements(tree.root_node, script.path) if ls.parts]
+    program = parse_program([script], [tree])
+    body = [s for s in program.statements if program.function(s.function).kind == "function"]
+    last = body[-1] if body else program.statements[-1] if program.statements else None
+    rng = random.Random(seed)
+    out: list[str] = []
+    while len(out) < lines - 4:
+        if texts and rng.random() < 0.3:
+            message = rng.choice(texts)
+        else:
+            message = f"channel {rng.randint(1, 9)} sent {rng.randint(10, 9999)} bytes"
+        out.append(f"2024-05-01 10:00:{len(out) % 60:02d},{rng.randint(0, 999):03d} INFO test: {message}")
+    out.append("Traceback (most recent call last):")
+    if last is not None:
+        code = content.split("\n")[last.start_line - 1].strip()
+        out += [f'  File "/ci/{script.path}", line {last.start_line}, in {last.function}', f"    {code}"]
+    out.append("AssertionError: bench")
+    return "\n".join(out) + "\n"
+
+
+def _median_ms(fn: Callable[[], object], repeat: int) -> float:
     samples: list[float] = []
     for _ in range(repeat):
         t0 = time.perf_counter()
         fn()
         samples.append((time.perf_counter() - t0) * 1000)
-    return samples
+    return statistics.median(samples)
 
 
-def static_phase(script: str, log: str, level: str = "block", variant: str = "tplus") -> None:
-    """Everything before the model call: analysis, then rendering and the prompt when available."""
-    analysis = analyze([Script("tests/test_big.py", script)], log, explain=False)
+def measure(script: Script, log: str, repeat: int, *, trace: bool = True) -> dict[str, Any]:
+    """One row: medians in ms, ratios to the bare parse, peak traced memory of the static phase."""
+    from app.analysis.model import VARIANTS
+    from app.analysis.pipeline import analyze
+    from app.analysis.source import normalize_newlines, parse_tree
+    from app.options import TriageOptions
+    from app.rankers.heuristic import HeuristicRanker
+    from app.triage import prepare
+
+    options = TriageOptions()
+    content = normalize_newlines(script.content)
+    parse_ms = _median_ms(lambda: parse_tree(content), max(repeat, 5))
+    static_ms = _median_ms(lambda: prepare([script], log, options), repeat)
+    request = prepare([script], log, options)
+    rank_ms = _median_ms(lambda: HeuristicRanker.picks(request, options.k), repeat)
+    trace_ms = None
+    if trace:
+        trace_ms = _median_ms(lambda: analyze([script], log, variants=VARIANTS, explain=True), repeat)
+    request = None  # free it before measuring memory
+    tracemalloc.start()
     try:
-        from app.analysis.render import render
-        from app.localize.prompts import build_messages
-    except ImportError:
-        return
-    rendered = render(analysis, variant, level)
-    build_messages(rendered, analysis.log.error_message, 5)
+        kept = prepare([script], log, options)
+        HeuristicRanker.picks(kept, options.k)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    log_bytes = len(log.encode("utf-8"))
+    return {
+        "script": script.path,
+        "script_lines": content.count("\n") + 1,
+        "log_lines": log.count("\n"),
+        "log_bytes": log_bytes,
+        "parse_ms": round(parse_ms, 3),
+        "static_ms": round(static_ms, 3),
+        "rank_ms": round(rank_ms, 3),
+        "trace_ms": None if trace_ms is None else round(trace_ms, 3),
+        "static_x_parse": round(static_ms / parse_ms, 2),
+        "triage_x_parse": round((static_ms + rank_ms) / parse_ms, 2),
+        "trace_x_parse": None if trace_ms is None else round(trace_ms / parse_ms, 2),
+        "peak_mib": round(peak / 2**20, 2),
+        "peak_x_log": round(peak / max(log_bytes, 1), 2),
+    }
+
+
+def cases(args: argparse.Namespace) -> list[tuple[Script, str]]:
+    out: list[tuple[Script, str]] = []
+    sizes = list(zip(args.script_lines, args.log_lines, strict=False)) if args.script_lines else []
+    if not args.script and not sizes:
+        sizes = list(DEFAULT_SIZES)
+    for s_lines, l_lines in sizes:
+        text = make_script(s_lines)
+        out.append((Script(SYNTHETIC_PATH, text), make_log(text, l_lines)))
+    for path in args.script or ():
+        script = Script(Path(path).name, Path(path).read_text(encoding="utf-8", errors="replace"))
+        for l_lines in args.log_lines or (1_000, 100_000):
+            out.append((script, log_for(script, l_lines)))
+    return out
+
+
+HEADER = (
+    f"{'script':<22} {'lines':>6} {'log lines':>9} {'parse ms':>9} {'static ms':>9} {'x parse':>7}"
+    f" {'rank ms':>8} {'trace ms':>9} {'x parse':>7} {'peak MiB':>8} {'x log':>6}"
+)
+
+
+def _row(r: dict[str, Any]) -> str:
+    trace = "-" if r["trace_ms"] is None else f"{r['trace_ms']:.1f}"
+    trace_x = "-" if r["trace_x_parse"] is None else f"{r['trace_x_parse']:.1f}"
+    return (
+        f"{r['script'][-22:]:<22} {r['script_lines']:>6} {r['log_lines']:>9} {r['parse_ms']:>9.2f}"
+        f" {r['static_ms']:>9.2f} {r['static_x_parse']:>7.1f} {r['rank_ms']:>8.2f} {trace:>9}"
+        f" {trace_x:>7} {r['peak_mib']:>8.1f} {r['peak_x_log']:>6.1f}"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from app.analysis.source import parse_tree
+    from app.triage import prepare
+
+    warm = make_script(50)
+    prepare([Script(SYNTHETIC_PATH, warm)], make_log(warm, 50), _default_options())  # grammar, queries
+    parse_tree(warm)
+    rows: list[dict[str, Any]] = []
+    if not args.json:
+        print("tcfl static phase, in-process, one core; medians; 'x parse': ratio to the bare parse")
+        print(HEADER)
+        print("-" * len(HEADER))
+    for script, log in cases(args):
+        row = measure(script, log, args.repeat, trace=not args.no_trace)
+        rows.append(row)
+        if not args.json:
+            print(_row(row), flush=True)
+    if args.json:
+        json.dump({"repeat": args.repeat, "rows": rows}, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    return 0
+
+
+def _default_options() -> Any:
+    from app.options import TriageOptions
+
+    return TriageOptions()
+
+
+def _arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--script-lines",
+        type=int,
+        nargs="+",
+        metavar="N",
+        help="synthetic script sizes, paired with --log-lines (default: 250/1000, 1000/10000, 2500/100000)",
+    )
+    p.add_argument(
+        "--log-lines", type=int, nargs="+", metavar="N", help="log sizes (paired, or per --script)"
+    )
+    p.add_argument("--script", nargs="+", metavar="FILE", help="real scripts, each with logs of --log-lines")
+    p.add_argument("--repeat", type=int, default=5, help="runs per measurement (median)")
+    p.add_argument("--no-trace", action="store_true", help="skip timing `tcfl trace`'s all-variant analysis")
+    p.add_argument("--json", action="store_true", help="machine-readable rows")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("bench", help="time the static phase against the bare tree-sitter parse")
+    _arguments(p)
+    p.set_defaults(func=run)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tcfl bench", description=__doc__)
-    parser.add_argument("--script-lines", type=int, nargs="+", default=[250, 1_000, 5_000])
-    parser.add_argument("--log-lines", type=int, nargs="+", default=[1_000, 10_000, 100_000])
-    parser.add_argument("--repeat", type=int, default=5)
-    args = parser.parse_args(argv)
-    return run(args)
-
-
-def run(args: argparse.Namespace) -> int:
-    static_phase(make_script(50), make_log(make_script(50), 50))  # warm caches (grammar, queries)
-    header = f"{'script lines':>12} {'log lines':>10} {'median ms':>10} {'min ms':>8} {'ms/kline':>9}"
-    print("tcfl static phase (parse -> rendered prompt), in-process, one core")
-    print(header)
-    print("-" * len(header))
-    for s_lines in args.script_lines:
-        script = make_script(s_lines)
-        for l_lines in args.log_lines:
-            log = make_log(script, l_lines)
-            repeat = args.repeat if s_lines * l_lines <= 1_000 * 10_000 else max(1, args.repeat // 2)
-            samples = _time(lambda script=script, log=log: static_phase(script, log), repeat)
-            med = statistics.median(samples)
-            per_k = med / ((s_lines + l_lines) / 1000)
-            print(f"{s_lines:>12} {l_lines:>10} {med:>10.1f} {min(samples):>8.1f} {per_k:>9.2f}", flush=True)
-    return 0
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("bench", help="print static-phase timings over script and log sizes")
-    p.add_argument("--script-lines", type=int, nargs="+", default=[250, 1_000, 5_000])
-    p.add_argument("--log-lines", type=int, nargs="+", default=[1_000, 10_000, 100_000])
-    p.add_argument("--repeat", type=int, default=5)
-    p.set_defaults(func=run)
+    _arguments(parser)
+    return run(parser.parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ class TriageOptions:
     two_phase: bool = False  # paper VI-G: functions first, then blocks/lines inside the top ones
     line_to_block: bool = False  # paper VI-D: ask for lines, answer with their blocks
     log_format: str | None = None  # a known format name or a regex with (?P<msg>...); None = detect
+    disabled_channels: frozenset[str] = frozenset()  # evidence channels switched off (ablation)
 
     def validated(self) -> TriageOptions:
         """A copy with the trace name made canonical; ``ValueError`` naming the bad option otherwise."""
@@ -55,12 +56,27 @@ class TriageOptions:
             from app.analysis.logparse import check_prefix_format
 
             check_prefix_format(self.log_format)
-        return replace(self, trace=resolve_variant(self.trace), log_functions=tuple(self.log_functions))
+        if isinstance(self.disabled_channels, str):
+            raise ValueError("disabled_channels must be a set of channel names, not a single string")
+        from app.localize.evidence import SWITCHES
+
+        unknown = sorted(set(self.disabled_channels) - SWITCHES)
+        if unknown:
+            raise ValueError(
+                f"unknown channel(s) {', '.join(unknown)}; choose from {', '.join(sorted(SWITCHES))}"
+            )
+        return replace(
+            self,
+            trace=resolve_variant(self.trace),
+            log_functions=tuple(self.log_functions),
+            disabled_channels=frozenset(self.disabled_channels),
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """Every field, JSON-ready: what is stored with a result and shown by the API."""
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["log_functions"] = list(self.log_functions)
+        out["disabled_channels"] = sorted(self.disabled_channels)
         return out
 
     @classmethod
@@ -70,6 +86,8 @@ class TriageOptions:
         values = {k: v for k, v in data.items() if k in known}
         if "log_functions" in values:
             values["log_functions"] = tuple(values["log_functions"] or ())
+        if "disabled_channels" in values:
+            values["disabled_channels"] = frozenset(values["disabled_channels"] or ())
         return cls(**values)
 
 

@@ -7,6 +7,8 @@ from functools import lru_cache
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from app.analysis.limits import CostLimits
+
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="TCFL_", env_file=".env", extra="ignore")
@@ -20,8 +22,16 @@ class Settings(BaseSettings):
     model_url: str | None = Field(None, description="Base URL ending in /v1; unset = heuristic ranker only")
     model: str | None = Field(None, description="Model name; discovered from /v1/models when unset")
     api_key: str | None = Field(None, description="Bearer token sent to the model server")
-    model_timeout_s: float = Field(120.0, description="Per-request timeout for model calls")
-    model_retries: int = Field(3, description="Retries on 429/5xx/connection errors, with backoff")
+    model_timeout_s: float = Field(
+        120.0, gt=0, description="Overall deadline of one model call: connect, read and retries included"
+    )
+    model_retries: int = Field(3, description="Retries on 429/5xx/connection errors, within the deadline")
+    model_breaker_failures: int = Field(
+        3, ge=1, description="Failed model calls in a row that stop calls for the cool-down"
+    )
+    model_breaker_cooldown_s: float = Field(
+        30.0, ge=0, description="Seconds the model is not called after the circuit opens"
+    )
     model_concurrency: int = Field(8, description="Model requests in flight at once, per process")
     max_output_tokens: int = Field(2048, description="max_tokens sent to the model")
     temperature: float = 0.0
@@ -37,12 +47,31 @@ class Settings(BaseSettings):
     )
     batch_concurrency: int = Field(4, description="Batch items processed at once per worker process")
     worker_enabled: bool = Field(True, description="Run the batch worker inside `tcfl serve`")
+    triage_lease_s: float = Field(
+        40.0, gt=0, description="A running triage not renewed this long is marked failed (its server died)"
+    )
+    analysis_workers: int = Field(
+        0, ge=0, description="Analysis worker processes of `tcfl serve` (0 = one per CPU)"
+    )
+    analysis_cpu_s: float = Field(60.0, gt=0, description="CPU seconds one analysis may use")
+    analysis_memory_bytes: int = Field(
+        2 * 1024**3, ge=0, description="Memory ceiling of one analysis worker (0 = none)"
+    )
 
     # limits
     max_script_bytes: int = 2_000_000
     max_log_bytes: int = 50_000_000
     max_files_per_case: int = 50
     max_cases_per_batch: int = 5_000
+    # limits in what the analysis costs (app.analysis.limits), checked before it starts
+    max_script_lines: int = Field(200_000, ge=1, description="Lines of all scripts of a case together")
+    max_log_lines: int = Field(2_000_000, ge=1, description="Lines of a case's log")
+    max_nesting_depth: int = Field(100, ge=1, description="Nested blocks (if/for/while/try/with/def/class)")
+    max_syntax_depth: int = Field(400, ge=1, description="Any syntax nesting: brackets, calls, operators")
+    max_statements_per_function: int = Field(50_000, ge=1, description="Statements in one function")
+    max_branches_per_function: int = Field(
+        5_000, ge=1, description="if/elif/for/while/except/case per function"
+    )
 
     # analysis defaults
     default_level: str = "block"
@@ -55,6 +84,16 @@ class Settings(BaseSettings):
     cfg_path_budget: int = Field(
         100_000, description="Algorithm 3 path-search steps per function before fallback"
     )
+
+    def cost_limits(self) -> CostLimits:
+        return CostLimits(
+            max_script_lines=self.max_script_lines,
+            max_log_lines=self.max_log_lines,
+            max_nesting_depth=self.max_nesting_depth,
+            max_syntax_depth=self.max_syntax_depth,
+            max_statements_per_function=self.max_statements_per_function,
+            max_branches_per_function=self.max_branches_per_function,
+        )
 
     def extra_log_functions(self) -> list[str]:
         return [p.strip() for p in self.log_functions.split(",") if p.strip()]

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from app.analysis.model import Script
 from app.analysis.pipeline import analyze
 from app.analysis.render import render
+from app.localize.heuristic import has_evidence
 from app.localize.prompts import build_messages
 from app.localize.result import RankedItem, TriageResult
 from app.options import TriageOptions
@@ -93,6 +94,12 @@ async def rank(request: RankRequest, *, client: Any | None, started: float | Non
     if len(items) < opts.k and (answer.name != HeuristicRanker.name or not answer.picks):
         items = _fill_in(items, request, answer.name)
 
+    evidence_found = answer.name != HeuristicRanker.name or any(has_evidence(item.evidence) for item in items)
+    if not evidence_found and items:
+        warnings.append(
+            "no evidence in the failure points at any element (no frame, check, value or quoted text): "
+            "the ranking is a guess from the code's structure"
+        )
     trace = analysis.traces[opts.trace]
     return TriageResult(
         error_message=analysis.log.error_message,
@@ -115,6 +122,7 @@ async def rank(request: RankRequest, *, client: Any | None, started: float | Non
         prompt_lines=request.prompt.lines,
         warnings=tuple(dict.fromkeys(warnings)),
         options=opts,
+        evidence_found=evidence_found,
     )
 
 
@@ -127,12 +135,13 @@ def _fill_in(items: list[RankedItem], request: RankRequest, ranker: str) -> list
         if len(items) >= k:
             break
         if pick.element.id not in taken:
-            items.append(_item(len(items) + 1, Pick(pick.element, pick.score, note + pick.reason)))
+            filled = Pick(pick.element, pick.score, note + pick.reason, pick.evidence)
+            items.append(_item(len(items) + 1, filled, filled=ranker != HeuristicRanker.name))
             taken.add(pick.element.id)
     return items
 
 
-def _item(rank: int, pick: Pick) -> RankedItem:
+def _item(rank: int, pick: Pick, *, filled: bool = False) -> RankedItem:
     element = pick.element
     return RankedItem(
         rank=rank,
@@ -143,4 +152,6 @@ def _item(rank: int, pick: Pick) -> RankedItem:
         code=element.code,
         score=pick.score,
         reason=pick.reason,
+        evidence=pick.evidence,
+        filled=filled,
     )

@@ -31,8 +31,9 @@ RESULT_KEYS = {
     "prompt",
     "warnings",
     "options",
+    "evidence_found",
 }
-ITEM_KEYS = {"rank", "id", "path", "start_line", "end_line", "code", "score", "reason"}
+ITEM_KEYS = {"rank", "id", "path", "start_line", "end_line", "code", "score", "reason", "evidence"}
 
 
 def run_golden(options: TriageOptions, url: str | None = None, **client_args: object) -> TriageResult:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from app.analysis.graphs import back_edges
 from app.analysis.model import Block, Function, Program, Statement, StmtKind
@@ -74,7 +75,29 @@ class _Builder:
         if b not in lst:
             lst.append(b)
 
+    # Building is a small stack machine instead of mutual recursion between sequences and groups,
+    # so nesting depth is never bounded by Python's recursion limit. It works because a sequence's
+    # entry is known before its body is built (its first statement, else ``nxt``); the operations
+    # run in exactly the order the recursive form ran them, so edge lists keep their order.
+
     def seq(self, sids: Sequence[int], nxt: int, loop: tuple[int, int] | None, handler: int | None) -> int:
+        """Wire ``sids`` (one statement list) so that it continues to ``nxt``; returns its entry."""
+        stack: list[_Op] = [("seq", sids, nxt, loop, handler)]
+        while stack:
+            op = stack.pop()
+            if op[0] == "edge":
+                self.edge(op[1], op[2])
+            elif op[0] == "exc":
+                self.exc_edge(op[1], op[2])
+            elif op[0] == "seq":
+                stack.extend(reversed(self._seq_ops(op[1], op[2], op[3], op[4])))
+            else:
+                stack.extend(reversed(self._group_ops(op[1], op[2], op[3], op[4])))
+        return _entry(sids, nxt)
+
+    def _seq_ops(
+        self, sids: Sequence[int], nxt: int, loop: tuple[int, int] | None, handler: int | None
+    ) -> list[_Op]:
         groups: list[list[int]] = []
         for sid in sids:
             kind = self.stmts[sid].kind
@@ -82,77 +105,95 @@ class _Builder:
                 groups[-1].append(sid)
             else:
                 groups.append([sid])
+        ops: list[_Op] = []
         for group in reversed(groups):
-            nxt = self.group(group, nxt, loop, handler)
-        return nxt
+            ops.append(("group", group, nxt, loop, handler))
+            nxt = group[0]
+        return ops
 
-    def group(self, group: list[int], nxt: int, loop: tuple[int, int] | None, handler: int | None) -> int:
+    def _group_ops(
+        self, group: list[int], nxt: int, loop: tuple[int, int] | None, handler: int | None
+    ) -> list[_Op]:
+        ops: list[_Op] = []
+
+        def body_then_edge(
+            source: int, body: Sequence[int], after: int, lp: tuple[int, int] | None, hd: int | None
+        ) -> None:
+            ops.append(("seq", body, after, lp, hd))
+            ops.append(("edge", source, _entry(body, after)))
+
         head = group[0]
         st = self.stmts[head]
         kind = st.kind
         if handler is not None:
-            self.exc_edge(head, handler)
+            ops.append(("exc", head, handler))
         if kind is StmtKind.IF:
             false_target = nxt
             for clause in reversed(group[1:]):
-                body = self.seq(self.stmts[clause].body, nxt, loop, handler)
-                self.edge(clause, body)
+                body_then_edge(clause, self.stmts[clause].body, nxt, loop, handler)
                 if self.stmts[clause].kind is StmtKind.ELIF:
-                    self.edge(clause, false_target)
+                    ops.append(("edge", clause, false_target))
                 false_target = clause
-            self.edge(head, self.seq(st.body, nxt, loop, handler))
-            self.edge(head, false_target)
+            body_then_edge(head, st.body, nxt, loop, handler)
+            ops.append(("edge", head, false_target))
         elif kind in (StmtKind.FOR, StmtKind.WHILE):
             exit_target = nxt
             if len(group) > 1:
                 els = group[1]
-                self.edge(els, self.seq(self.stmts[els].body, nxt, loop, handler))
+                body_then_edge(els, self.stmts[els].body, nxt, loop, handler)
                 exit_target = els
-            self.edge(head, self.seq(st.body, head, (head, nxt), handler))
+            body_then_edge(head, st.body, head, (head, nxt), handler)
             if not (kind is StmtKind.WHILE and _is_forever(self.lines[st.start_line - 1])):
-                self.edge(head, exit_target)
+                ops.append(("edge", head, exit_target))
         elif kind is StmtKind.TRY:
             clauses = {k: [c for c in group[1:] if self.stmts[c].kind is k] for k in _GROUP_FOLLOWERS[kind]}
             after = nxt
             fin = clauses[StmtKind.FINALLY][0] if clauses[StmtKind.FINALLY] else None
             if fin is not None:
-                self.edge(fin, self.seq(self.stmts[fin].body, nxt, loop, handler))
-                self.exc_edge(fin, RAISE if handler is None else handler)
+                body_then_edge(fin, self.stmts[fin].body, nxt, loop, handler)
+                ops.append(("exc", fin, RAISE if handler is None else handler))
                 after = fin
             handlers = clauses[StmtKind.EXCEPT]
             for i, h in enumerate(handlers):
-                self.edge(h, self.seq(self.stmts[h].body, after, loop, fin if fin is not None else handler))
+                body_then_edge(h, self.stmts[h].body, after, loop, fin if fin is not None else handler)
                 unmatched = handlers[i + 1] if i + 1 < len(handlers) else (fin if fin is not None else RAISE)
-                self.exc_edge(h, unmatched)
+                ops.append(("exc", h, unmatched))
             body_next = after
             if clauses[StmtKind.ELSE]:
                 els = clauses[StmtKind.ELSE][0]
-                self.edge(
-                    els, self.seq(self.stmts[els].body, after, loop, fin if fin is not None else handler)
-                )
+                body_then_edge(els, self.stmts[els].body, after, loop, fin if fin is not None else handler)
                 body_next = els
             inner_handler = handlers[0] if handlers else (fin if fin is not None else handler)
-            self.edge(head, self.seq(st.body, body_next, loop, inner_handler))
+            body_then_edge(head, st.body, body_next, loop, inner_handler)
         elif kind is StmtKind.MATCH:
             fallthrough = nxt
             for case in reversed(st.body):
-                self.edge(case, self.seq(self.stmts[case].body, nxt, loop, handler))
-                self.edge(case, fallthrough)
+                body_then_edge(case, self.stmts[case].body, nxt, loop, handler)
+                ops.append(("edge", case, fallthrough))
                 fallthrough = case
-            self.edge(head, fallthrough)
+            ops.append(("edge", head, fallthrough))
         elif kind is StmtKind.WITH or st.body:
-            self.edge(head, self.seq(st.body, nxt, loop, handler))
+            body_then_edge(head, st.body, nxt, loop, handler)
         elif kind is StmtKind.RETURN:
-            self.edge(head, EXIT)
+            ops.append(("edge", head, EXIT))
         elif kind is StmtKind.RAISE:
-            self.edge(head, RAISE if handler is None else handler)
+            ops.append(("edge", head, RAISE if handler is None else handler))
         elif kind is StmtKind.BREAK and loop is not None:
-            self.edge(head, loop[1])
+            ops.append(("edge", head, loop[1]))
         elif kind is StmtKind.CONTINUE and loop is not None:
-            self.edge(head, loop[0])
+            ops.append(("edge", head, loop[0]))
         else:
-            self.edge(head, nxt)
-        return head
+            ops.append(("edge", head, nxt))
+        return ops
+
+
+def _entry(sids: Sequence[int], nxt: int) -> int:
+    """Where a statement list starts: its first statement (every group starts at its head)."""
+    return sids[0] if sids else nxt
+
+
+# ("edge" | "exc", from, to) or ("seq" | "group", statements, next, loop, handler): one builder step.
+_Op = tuple[Any, ...]
 
 
 def _is_forever(header: str) -> bool:

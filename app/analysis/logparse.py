@@ -45,6 +45,8 @@ _FORMATS: tuple[tuple[str, str], ...] = (
         rf"(?:\[stdlog\] )?{_DATE} {_TIME} +"
         rf"(?P<sig>(?:\S+ +)??\S+ +L\d+ +(?P<level>{_LEVEL}) *)\| ?(?P<msg>.*)",
     ),
+    # avocado (nrunner) debug.log stream tags around what the test printed: [stdout] msg
+    ("avocado-stream", r"\[(?:stdout|stderr|stdlog)\] ?(?P<msg>.*)"),
     # sonic-mgmt live log: 08:39:25 init._fixture_func_decorator L0073 ERROR | msg
     ("sonic", rf"(?:{_DATE} )?{_TIME} +(?P<sig>\S+ +(?:L\d+ +)?(?P<level>{_LEVEL}) *)\| ?(?P<msg>.*)"),
     # pytest log_cli_format "%(asctime)s [%(levelname)8s] %(message)s (%(filename)s:%(lineno)s)"

@@ -12,7 +12,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from typing import Literal
 
@@ -42,6 +42,7 @@ DEFAULT_LOG_FUNCTIONS: tuple[str, ...] = (
 Piece = str | None
 CallKind = Literal["print", "logging", "custom"]
 
+PATTERN_CACHE_SIZE = 256
 _MAX_DEPTH = 100  # deeper expressions count as dynamic rather than risking the recursion limit
 _ESCAPE = re.compile(
     r"\\(\r\n|\n|\\|'|\"|a|b|f|n|r|t|v|[0-7]{1,3}|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|N\{[^}\n]{1,100}\})"
@@ -94,7 +95,7 @@ def compile_patterns(patterns: Iterable[str]) -> CalleeMatcher:
     return _compile(tuple(patterns))
 
 
-@cache
+@lru_cache(maxsize=PATTERN_CACHE_SIZE)  # bounded: every request may bring its own log_functions
 def _compile(patterns: tuple[str, ...]) -> CalleeMatcher:
     exact: set[str] = set()
     wildcards: list[tuple[str, ...]] = []

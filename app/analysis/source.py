@@ -122,6 +122,10 @@ class _Func:
     is_method: bool = False
 
 
+# One step of the walk: ("stmt" | "clause", node, clause kind, function, parent sid, depth, scope).
+_Step = tuple[str, Node, StmtKind | None, int, int | None, int, str]
+
+
 @dataclass
 class _FileWalk:
     path: str
@@ -153,66 +157,81 @@ class _FileWalk:
         return st
 
     # -- walking ------------------------------------------------------------------------------
+    # An explicit stack instead of recursion, so nesting depth is bounded by the input limits and
+    # never by Python's recursion limit. Each step returns the steps its children need, in source
+    # order; pushing them reversed keeps statement ids in preorder, as a recursive walk gives them.
 
-    def walk_body(self, nodes: Sequence[Node], func: int, parent: int | None, depth: int, scope: str) -> None:
-        for node in nodes:
-            self.walk_statement(node, func, parent, depth, scope)
+    def walk(self, root: Node) -> None:
+        stack: list[_Step] = [("stmt", root, None, 0, None, 0, "")]
+        while stack:
+            step = stack.pop()
+            if step[0] == "stmt":
+                _, node, _kind, func, parent, depth, scope = step
+                more = self.walk_statement(node, func, parent, depth, scope)
+            else:
+                _, node, kind, func, parent, depth, scope = step
+                assert kind is not None
+                more = self.walk_clause(node, kind, func, parent, depth, scope)
+            stack.extend(reversed(more))
 
-    def walk_statement(self, node: Node, func: int, parent: int | None, depth: int, scope: str) -> None:
+    @staticmethod
+    def _body(nodes: Sequence[Node], func: int, parent: int | None, depth: int, scope: str) -> list[_Step]:
+        return [("stmt", n, None, func, parent, depth, scope) for n in nodes]
+
+    def walk_statement(
+        self, node: Node, func: int, parent: int | None, depth: int, scope: str
+    ) -> list[_Step]:
         t = node.type
         if not node.is_named or t == "comment":
-            return
+            return []
         if t in ("function_definition", "decorated_definition"):
-            self.walk_function(node, func, scope)
-        elif t == "class_definition":
-            self.walk_class(node, func, parent, depth, scope)
-        elif t in _COMPOUND_KINDS:
-            self.walk_compound(node, _COMPOUND_KINDS[t], func, parent, depth, scope)
-        elif t in ("block", "module") or (t == "ERROR" and _has_statement_child(node)):
-            self.walk_body(node.named_children, func, parent, depth, scope)
-        else:
-            kind = _SIMPLE_KINDS.get(t, StmtKind.SIMPLE)
-            self.add_stmt(
-                kind,
-                func,
-                node.start_point.row,
-                node.end_point.row,
-                (node.start_byte, node.end_byte),
-                parent,
-                depth,
-            )
+            return self.walk_function(node, func, scope)
+        if t == "class_definition":
+            return self.walk_class(node, func, parent, depth, scope)
+        if t in _COMPOUND_KINDS:
+            return self.walk_compound(node, _COMPOUND_KINDS[t], func, parent, depth, scope)
+        if t in ("block", "module") or (t == "ERROR" and _has_statement_child(node)):
+            return self._body(node.named_children, func, parent, depth, scope)
+        kind = _SIMPLE_KINDS.get(t, StmtKind.SIMPLE)
+        self.add_stmt(
+            kind,
+            func,
+            node.start_point.row,
+            node.end_point.row,
+            (node.start_byte, node.end_byte),
+            parent,
+            depth,
+        )
+        return []
 
     def walk_compound(
         self, node: Node, kind: StmtKind, func: int, parent: int | None, depth: int, scope: str
-    ) -> None:
+    ) -> list[_Step]:
         header = self.add_header(node, kind, func, parent, depth)
+        steps: list[_Step] = []
         for child in node.named_children:
             ct = child.type
             if ct == "block":
                 if kind is StmtKind.MATCH:
                     for case in child.named_children:
                         if case.type == "case_clause":
-                            self.walk_clause(case, StmtKind.CASE, func, header.sid, depth + 1, scope, parent)
+                            steps.append(("clause", case, StmtKind.CASE, func, header.sid, depth + 1, scope))
                 else:
-                    self.walk_body(child.named_children, func, header.sid, depth + 1, scope)
+                    steps.extend(self._body(child.named_children, func, header.sid, depth + 1, scope))
             elif ct in _CLAUSE_KINDS:
                 # clauses are siblings of the header in the flattened sequence
-                self.walk_clause(child, _CLAUSE_KINDS[ct], func, parent, depth, scope, parent)
+                steps.append(("clause", child, _CLAUSE_KINDS[ct], func, parent, depth, scope))
+        return steps
 
     def walk_clause(
-        self,
-        node: Node,
-        kind: StmtKind,
-        func: int,
-        parent: int | None,
-        depth: int,
-        scope: str,
-        _outer: int | None,
-    ) -> None:
+        self, node: Node, kind: StmtKind, func: int, parent: int | None, depth: int, scope: str
+    ) -> list[_Step]:
         header = self.add_header(node, kind, func, parent, depth)
+        steps: list[_Step] = []
         for child in node.named_children:
             if child.type == "block":
-                self.walk_body(child.named_children, func, header.sid, depth + 1, scope)
+                steps.extend(self._body(child.named_children, func, header.sid, depth + 1, scope))
+        return steps
 
     def add_header(self, node: Node, kind: StmtKind, func: int, parent: int | None, depth: int) -> _Stmt:
         colon_end = node.end_byte
@@ -233,17 +252,16 @@ class _FileWalk:
             depth,
         )
 
-    def walk_function(self, node: Node, enclosing: int, scope: str) -> None:
+    def walk_function(self, node: Node, enclosing: int, scope: str) -> list[_Step]:
         decorators: list[Node] = []
         definition = node
         if node.type == "decorated_definition":
             decorators = [c for c in node.named_children if c.type == "decorator"]
             inner = node.child_by_field_name("definition")
             if inner is None:
-                return
+                return []
             if inner.type == "class_definition":
-                self.walk_class(inner, enclosing, None, 0, scope, outer=node)
-                return
+                return self.walk_class(inner, enclosing, None, 0, scope, outer=node)
             definition = inner
         name_node = definition.child_by_field_name("name")
         name = _text(self.source, name_node) if name_node else "<anonymous>"
@@ -268,12 +286,13 @@ class _FileWalk:
             )
         )
         idx = len(self.functions) - 1
-        if body is not None:
-            self.walk_body(body.named_children, idx, None, 0, qual)
+        if body is None:
+            return []
+        return self._body(body.named_children, idx, None, 0, qual)
 
     def walk_class(
         self, node: Node, func: int, parent: int | None, depth: int, scope: str, outer: Node | None = None
-    ) -> None:
+    ) -> list[_Step]:
         top = outer or node
         name_node = node.child_by_field_name("name")
         name = _text(self.source, name_node) if name_node else "<class>"
@@ -281,11 +300,12 @@ class _FileWalk:
         self.containers.append(
             (top.start_point.row, top.end_point.row, list(range(top.start_point.row, _colon_row(node) + 1)))
         )
-        if body is not None:
-            # class bodies run where the class statement runs: statements go to the enclosing function
-            qual = f"{scope}.{name}" if scope else name
-            self.class_scopes.add(qual)
-            self.walk_body(body.named_children, func, parent, depth, qual)
+        if body is None:
+            return []
+        # class bodies run where the class statement runs: statements go to the enclosing function
+        qual = f"{scope}.{name}" if scope else name
+        self.class_scopes.add(qual)
+        return self._body(body.named_children, func, parent, depth, qual)
 
 
 def _colon_row(definition: Node) -> int:
@@ -395,7 +415,7 @@ def parse_program(scripts: Sequence[Script], trees: Sequence[Tree] | None = None
         walk.functions.append(
             _Func(MODULE, MODULE, "module", 0, max(len(text_lines) - 1, 0), [], False, False, None)
         )
-        walk.walk_statement(tree.root_node, 0, None, 0, "")
+        walk.walk(tree.root_node)
         code_rows = [i for i, line in enumerate(text_lines) if line.strip()]
         _attach_loose_lines(walk, code_rows)
         _collect_calls(walk, tree)

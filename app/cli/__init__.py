@@ -10,7 +10,7 @@ import argparse
 import importlib
 import sys
 
-SUBCOMMANDS = ("trace", "triage", "eval", "corpus", "batch", "serve", "bench")
+SUBCOMMANDS = ("trace", "triage", "ci", "eval", "corpus", "batch", "serve", "bench", "ingest", "history")
 
 
 class _Version(argparse.Action):

@@ -28,7 +28,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "input",
         type=Path,
         metavar="CASES_DIR_OR_JSONL",
-        help="a folder of benchmark case files (*.json) or a JSONL file of triage request bodies",
+        help="a folder of benchmark case files (*.json), a JSONL file of triage request bodies or "
+        "benchmark cases, or CI results (JUnit XML, pytest report-log, subunit, an avocado job folder)",
     )
     parser.add_argument("--out", required=True, type=Path, help="where to write one result per line (JSONL)")
     parser.add_argument("--resume", action="store_true", help="continue the previous run of this same input")
@@ -37,6 +38,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--model-url", help="OpenAI-compatible base URL ending in /v1 (overrides TCFL_MODEL_URL)"
     )
     parser.add_argument("--worker-id", help="lease owner name (default HOST:batch:INPUT-HASH)")
+    parser.add_argument(
+        "--root",
+        type=Path,
+        help="for CI results input (JUnit, report-log, subunit, avocado job): the checkout (default: .)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -46,11 +52,21 @@ def run(args: argparse.Namespace) -> int:
     from app.service.store import Store, safe_url
 
     settings = _settings(args)
+    skipped: list[str] = []
     try:
-        requests = _read_input(args.input, settings)
-        cases = [to_case(r, settings, where=f"case {i}: ") for i, r in enumerate(requests)]
+        requests = _read_input(args.input, settings, skipped, args.root)
+        cases = []
+        for i, (where, request) in enumerate(requests):
+            try:
+                cases.append(to_case(request, settings, where=f"case {i}: "))
+            except (InvalidInput, LimitExceeded) as exc:
+                skipped.append(f"{where}: {exc}")
     except (InvalidInput, LimitExceeded) as exc:
         raise UsageError(f"{args.input}: {exc}") from None
+    for problem in skipped:
+        print(f"tcfl batch: skipped {problem}", file=sys.stderr)
+    if not cases:
+        raise UsageError(f"{args.input}: no case could be read ({len(skipped)} skipped)")
     try:
         ModelClient.from_settings(settings)
     except ValueError as exc:
@@ -78,10 +94,11 @@ def run(args: argparse.Namespace) -> int:
     _write_jsonl(args.out, rows)
     failed = sum(1 for r in rows if r["status"] == "failed")
     print(
-        f"tcfl batch: batch {batch_id}: {len(rows) - failed} done, {failed} failed -> {args.out}",
+        f"tcfl batch: batch {batch_id}: {len(rows) - failed} done, {failed} failed, "
+        f"{len(skipped)} skipped -> {args.out}",
         file=sys.stderr,
     )
-    return 1 if failed else 0
+    return 1 if failed or skipped else 0
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -99,10 +116,13 @@ def _settings(args: argparse.Namespace) -> Settings:
     return settings
 
 
-def _read_input(path: Path, settings: Settings) -> list[Any]:
-    from app.service.cases import InvalidInput, check_batch_size, parse_jsonl, request_from_benchmark
+def _read_input(
+    path: Path, settings: Settings, skipped: list[str], root: Path | None
+) -> list[tuple[str, Any]]:
+    """(where, triage request) pairs; unreadable case files and lines go to ``skipped``, named."""
+    from app.service.cases import check_batch_size
 
-    if path.is_dir():
+    if path.is_dir() and not (path / "results.json").is_file():
         files = sorted(path.glob("*.json"))
         if not files:
             raise UsageError(f"{path}: no *.json case files in this folder")
@@ -110,14 +130,94 @@ def _read_input(path: Path, settings: Settings) -> list[Any]:
         requests = []
         for file in files:
             try:
-                requests.append(request_from_benchmark(json.loads(file.read_text(encoding="utf-8"))))
-            except (ValueError, InvalidInput) as exc:
-                raise UsageError(f"{file}: {exc}") from None
+                requests.append((str(file), _request(json.loads(file.read_text(encoding="utf-8")))))
+            except (ValueError, OSError) as exc:
+                skipped.append(f"{file}: {exc}")
         return requests
+    if path.is_dir() or _is_results_file(path):
+        return _from_results(path, settings, root)
     try:
-        return parse_jsonl(path.read_bytes(), settings)
+        text = path.read_bytes().decode("utf-8")
     except OSError as exc:
         raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path}: not UTF-8 (byte {exc.start})") from None
+    lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+    if not lines:
+        raise UsageError(f"{path}: holds no cases")
+    check_batch_size(len(lines), settings)
+    requests = []
+    for n, line in lines:
+        try:
+            requests.append((f"{path} line {n}", _request(json.loads(line))))
+        except ValueError as exc:
+            skipped.append(f"{path} line {n}: {exc}")
+    return requests
+
+
+def _request(raw: Any) -> Any:
+    """A triage request body, or a benchmark case (extra keys and extra per-file keys allowed)."""
+    from pydantic import ValidationError
+
+    from app.service.cases import InvalidInput, request_from_benchmark
+    from app.service.schemas import TriageRequest
+
+    if isinstance(raw, dict) and "test_files" in raw and "scripts" not in raw:
+        files = raw["test_files"]
+        if isinstance(files, list):
+            files = [
+                {"path": f.get("path"), "content": f.get("content")} if isinstance(f, dict) else f
+                for f in files
+            ]
+        try:
+            return request_from_benchmark({**raw, "test_files": files})
+        except InvalidInput as exc:
+            raise ValueError(str(exc)) from None
+    try:
+        return TriageRequest.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        raise ValueError(f"{where}: {first.get('msg')}" if where else str(first.get("msg"))) from None
+
+
+def _is_results_file(path: Path) -> bool:
+    from app.ingest import sniff
+
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(4096)
+    except OSError:
+        return False
+    return sniff(head) in ("junit", "reportlog", "subunit")
+
+
+def _from_results(path: Path, settings: Settings, root: Path | None) -> list[tuple[str, Any]]:
+    """One case per failed test of a CI results file, its scripts found under ``root``."""
+    from app.ingest import IngestError, read_results
+    from app.ingest.resolve import Checkout, find_scripts
+    from app.service.schemas import TriageRequest
+
+    try:
+        results = read_results(path)
+    except IngestError as exc:
+        raise UsageError(str(exc)) from None
+    checkout = Checkout.scan(root or Path.cwd())
+    requests = []
+    for run in results.failed:
+        scripts, _ = find_scripts(run, checkout, max_files=settings.max_files_per_case)
+        if not scripts or not run.log.strip():
+            print(f"tcfl batch: skipped {run.test_id}: no script or no log found", file=sys.stderr)
+            continue
+        body = {
+            "scripts": [{"path": s.path, "content": s.content} for s in scripts],
+            "log": run.log,
+            "test_id": run.test_id[:200],
+        }
+        requests.append((run.test_id, TriageRequest.model_validate(body)))
+    if not requests:
+        raise UsageError(f"{path}: no failed test with scripts and a log ({len(results.failed)} failed)")
+    return requests
 
 
 async def _work(store: Any, settings: Settings, batch_id: int, worker_id: str, concurrency: int) -> None:

@@ -17,7 +17,8 @@ from app.eval.masking import MaskingPlan
 from app.eval.runner import CaseResult, EvalOptions, evaluate
 from app.localize.llm import ModelClient
 from app.localize.result import TriageResult
-from app.options import RANKERS, TriageOptions, resolve_options
+from app.options import TriageOptions, resolve_options
+from app.rankers import AUTO, ranker_names
 from app.settings import get_settings
 
 
@@ -36,7 +37,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="trace variant(s) the ranker sees (repeatable or comma-separated; default tplus)",
     )
     parser.add_argument(
-        "--ranker", choices=RANKERS, default="heuristic", help="ranker to evaluate (default heuristic)"
+        "--ranker",
+        choices=(AUTO, *ranker_names()),
+        default="heuristic",
+        help="ranker to evaluate (default heuristic; stacktrace = the stack-trace baseline)",
     )
     parser.add_argument("--model-url", help="OpenAI-compatible base URL for --ranker llm/auto")
     parser.add_argument("--seed", type=int, default=0, help="seed for masking and ablation (default 0)")
@@ -45,6 +49,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--ablation", action="store_true", help="also remove 0/20/50/80/100%% of static log statements"
     )
     parser.add_argument("--no-localize", action="store_true", help="trace quality only, no ranking")
+    parser.add_argument(
+        "--ablate",
+        action="store_true",
+        help="only the heuristic ranker's channel ablation: each evidence channel off in turn, "
+        "beside the stack-trace baseline (block and line Hit@1/3, MAP@5)",
+    )
     parser.add_argument("--json", action="store_true", help="print the JSON report instead of the table")
     parser.add_argument("--out", type=Path, help="also write the JSON report to this file")
     parser.add_argument("--plot", type=Path, metavar="DIR", help="write PNG plots here (needs matplotlib)")
@@ -136,6 +146,33 @@ def _options(args: argparse.Namespace) -> EvalOptions:
     )
 
 
+def _ablate(args: argparse.Namespace, cases: list[Case], options: EvalOptions) -> int:
+    from app.eval.channels import ABLATION_LEVELS, ablation_report, channel_ablation, render_ablation
+
+    def progress(index: int, total: int, case_id: str) -> None:
+        if not args.quiet:
+            print(f"[{index}/{total}] {case_id}", file=sys.stderr, flush=True)
+
+    levels = tuple(level for level in ABLATION_LEVELS if args.level is None or level in args.level)
+    if not levels:
+        raise UsageError("--ablate reports block and line levels; pick one of them with --level")
+    table = channel_ablation(cases, variant=options.rank_traces[0], levels=levels, progress=progress)
+    report = {
+        "cases": len(cases),
+        "trace": options.rank_traces[0],
+        "channel_ablation": ablation_report(table),
+    }
+    text = json.dumps(report, indent=1)
+    if args.out:
+        try:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(text + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot write {args.out}: {exc}") from exc
+    sys.stdout.write((text if args.json else render_ablation(table)) + "\n")
+    return 0
+
+
 async def _run(
     cases: list[Case], options: EvalOptions, client: ModelClient | None, quiet: bool, concurrency: int
 ) -> list[CaseResult]:
@@ -168,8 +205,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from exc
     if not cases:
         raise UsageError(f"no readable case in {args.cases}" + (f" ({problems[0]})" if problems else ""))
+    if args.ablate:
+        return _ablate(args, cases, options)
     client = None
-    if options.localize and args.ranker != "heuristic":
+    if options.localize and args.ranker in (AUTO, "llm"):
         try:
             client = ModelClient.from_settings(get_settings(), model_url=args.model_url)
         except ValueError as exc:

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import socket
+from types import FrameType
+from typing import Any
 
 from app.cli import UsageError
+
+SHUTDOWN_GRACE_S = 5  # open requests get this long after SIGTERM; the model calls are cancelled at once
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -19,6 +24,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--worker-id",
         help="stable name of this process's batch worker; items it left running are requeued when "
         "it starts again (default HOST:PORT)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="analysis worker processes (default TCFL_ANALYSIS_WORKERS, else one per CPU)",
     )
     parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     parser.set_defaults(func=run)
@@ -41,6 +52,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(
             f"invalid TCFL_ setting: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}"
         ) from None
+    if args.workers is not None:
+        if args.workers < 1:
+            raise UsageError(f"--workers must be >= 1, got {args.workers}")
+        settings = settings.model_copy(update={"analysis_workers": args.workers})
     if args.workers_off:
         settings = settings.model_copy(update={"worker_enabled": False})
     configure_logging(args.log_level)
@@ -52,7 +67,43 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot open the database {safe_url(settings.database_url)}: {exc}") from None
     worker_id = args.worker_id or f"{socket.gethostname()}:{args.port}"
     app = create_app(settings, worker_id=worker_id)
-    uvicorn.run(
-        app, host=args.host, port=args.port, access_log=False, log_config=None, log_level=args.log_level
+    config = uvicorn.Config(
+        app,
+        host=args.host,
+        port=args.port,
+        access_log=False,
+        log_config=None,
+        log_level=args.log_level,
+        timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
     )
+    _make_server(config).run()
     return 0
+
+
+def _server_class() -> type:
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        """uvicorn's server, cancelling model calls as soon as a stop is asked for.
+
+        Why: uvicorn waits for open requests before the app's shutdown runs, and a request waiting
+        on a hung model server would hold the stop for the model deadline (minutes).
+        """
+
+        async def serve(self, sockets: Any = None) -> None:
+            self._loop = asyncio.get_running_loop()
+            await super().serve(sockets)
+
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            super().handle_exit(sig, frame)
+            loop = getattr(self, "_loop", None)
+            runtime = getattr(self.config.app.state, "runtime", None)
+            client = getattr(runtime, "client", None)
+            if loop is not None and client is not None:
+                loop.call_soon_threadsafe(client.cancel_calls)
+
+    return Server
+
+
+def _make_server(config: Any) -> Any:
+    return _server_class()(config)

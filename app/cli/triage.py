@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from app.localize.llm import ModelClient
 
 CODE_PREVIEW_LINES = 4
+EVIDENCE_LINES = 3  # evidence records shown under each ranked element
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -204,6 +205,9 @@ def format_result(result: TriageResult, extra_warnings: list[str]) -> str:
         score = "" if item.score is None else f"  score {item.score:.2f}"
         out.append(f"{item.rank:>2}. {item.id}  {item.path}:{span}{score}")
         out.append(f"    why: {item.reason}")
+        for ev in item.evidence[:EVIDENCE_LINES]:
+            origin = f"  <- log line {ev.source_line}" if ev.source_line else ""
+            out.append(f"      [{ev.channel}] {ev.path}:{ev.line} {ev.detail} (+{ev.weight:.2f}){origin}")
         code = item.code.splitlines()
         for line in code[:CODE_PREVIEW_LINES]:
             out.append(f"    | {line}")

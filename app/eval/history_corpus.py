@@ -1,7 +1,8 @@
 """Build the executed corpus with CI history (DESIGN 8.4): versions, runs, verdicts, true traces.
 
-Per CPython ``Lib/test`` file: V0 (as shipped), V0' (benign edits: comments and blank lines),
-V1 (V0' + one mutant + 0-2 more benign edits, so the diff is no giveaway). Mutants sit in a test
+Per CPython ``Lib/test`` file: V0 (as shipped), V0' (three benign edits: comments, blank lines,
+local renames), V1 (V0' + one mutant + 0-2 more benign edits, so the diff is no giveaway; V1
+without the mutant must pass every test). Mutants sit in a test
 method (R1, deterministic) or in ``setUp``/a helper that at least two chosen tests call (R2, a
 natural pass/fail mix); 30 % are environment-gated (R3: the mutant is active only where
 ``TCFL_VARIANT=b``). Every chosen test of the file runs in every CI round, at the round's
@@ -64,12 +65,12 @@ class HistoryOptions:
     size: str = "small"
     seed: int = 0
     max_files: int = 18
-    mutants_per_file: int = 4
+    mutants_per_file: int = 6
     tests_per_file: int = 8
     rounds: tuple[int, int, int] = (16, 16, 8)  # CI rounds at V0, V0', V1
     gated_share: float = 0.3
     timeout_s: float = 20.0
-    max_seconds: float = 540.0  # stop starting new files after this long (small: under 10 minutes)
+    max_seconds: float = 560.0  # stop starting new files after this long (small: under 10 minutes)
 
     @classmethod
     def for_size(cls, size: str, seed: int = 0) -> HistoryOptions:
@@ -150,6 +151,69 @@ def benign_edit(source: str, rng: random.Random, avoid: tuple[int, ...] = ()) ->
     lines = source.splitlines(keepends=True)
     lines.insert(line - 1, text + "\n")
     return "".join(lines), line
+
+
+def rename_local(source: str, rng: random.Random, avoid: tuple[int, ...] = ()) -> str | None:
+    """Rename one local variable of one function (not holding an ``avoid`` line): a real code edit.
+
+    Only plain ``Name`` tokens of the function are renamed (attributes and keyword arguments are
+    left alone); the result must parse to the same tree up to the name, or None is returned.
+    """
+    tree = ast.parse(source)
+    taken = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    options = []
+    for func in ast.walk(tree):
+        if not isinstance(func, ast.FunctionDef) or any(
+            func.lineno <= a <= (func.end_lineno or 0) for a in avoid
+        ):
+            continue
+        inner = [n for n in ast.walk(func) if n is not func and isinstance(n, ast.FunctionDef | ast.Lambda)]
+        declared = {
+            name for n in ast.walk(func) if isinstance(n, ast.Global | ast.Nonlocal) for name in n.names
+        }
+        stored = {n.id for n in ast.walk(func) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        params = {a.arg for a in (*func.args.args, *func.args.kwonlyargs, *func.args.posonlyargs)}
+        if not inner:
+            options.extend((func, name) for name in sorted(stored - params - declared) if len(name) > 1)
+    if not options:
+        return None
+    func, name = rng.choice(options)
+    new = f"{name}_value"
+    while new in taken:
+        new += "_"
+    lines = source.splitlines(keepends=True)
+    spots = [
+        (n.lineno, n.col_offset)
+        for n in ast.walk(func)
+        if isinstance(n, ast.Name) and n.id == name and n.lineno == n.end_lineno
+    ]
+    for line, col in sorted(spots, reverse=True):
+        raw = lines[line - 1].encode("utf-8")
+        lines[line - 1] = (raw[:col] + new.encode("utf-8") + raw[col + len(name.encode("utf-8")) :]).decode(
+            "utf-8"
+        )
+    edited = "".join(lines)
+    try:
+        renamed = ast.dump(ast.parse(edited)).replace(f"'{new}'", f"'{name}'")
+    except SyntaxError:
+        return None
+    return edited if renamed == ast.dump(tree) else None
+
+
+def benign_edits(
+    source: str, rng: random.Random, count: int, avoid: int | None = None
+) -> tuple[str, int | None]:
+    """``count`` benign edits (comments, blank lines, local renames); tracks where ``avoid`` moved."""
+    for _ in range(count):
+        if rng.random() < 0.4:
+            renamed = rename_local(source, rng, () if avoid is None else (avoid,))
+            if renamed is not None:
+                source = renamed
+                continue
+        source, inserted = benign_edit(source, rng, () if avoid is None else (avoid,))
+        if avoid is not None:
+            avoid = shift(avoid, inserted)
+    return source, avoid
 
 
 def shift(line: int, inserted: int) -> int:
@@ -315,9 +379,7 @@ def _groups_from_file(
     ]
     if len(tests) < 2 or executor.run(relpath, v0, tests, "b") == {}:
         return
-    v0p = v0
-    for _ in range(2):
-        v0p, _line = benign_edit(v0p, rng)
+    v0p, _ = benign_edits(v0, rng, 3)
     clean_v0p = executor.run(relpath, v0p, tests, "a")
     if any(clean_v0p.get(t) is None or clean_v0p[t].outcome != "pass" for t in tests):
         summary.rejected["benign edit changed a verdict"] += 1
@@ -339,13 +401,15 @@ def _groups_from_file(
         if made >= options.mutants_per_file:
             break
         gated = rng.random() < options.gated_share
-        v1, faulty = mutant.source, mutant.faulty_line
-        for _ in range(rng.randint(0, 2)):
-            v1, inserted = benign_edit(v1, rng, avoid=(faulty,))
-            faulty = shift(faulty, inserted)
+        v1, moved = benign_edits(mutant.source, rng, rng.randint(0, 2), mutant.faulty_line)
+        faulty = moved or mutant.faulty_line
         revert = v1.splitlines(keepends=True)
         revert[faulty - 1] = mutant.original + "\n"
-        v1_off = "".join(revert)  # what environment a runs when the fault is environment-gated
+        v1_off = "".join(revert)  # V1 without the fault: what environment a runs when it is gated
+        off = executor.run(relpath, v1_off, tests, "a")
+        if any(off.get(t) is None or off[t].outcome != "pass" for t in tests):
+            summary.rejected["benign edits changed a verdict"] += 1
+            continue
         fail_b = executor.run(relpath, v1, tests, "b")
         failing = [
             t
@@ -438,11 +502,15 @@ def _group(
                 r = clean[test]
                 if noise and r.outcome == "pass" and rng.random() < noise:
                     if env not in noisy_runs:  # one noisy execution per version and env, every test hit
+                        # spots drawn per file, version and env: groups of one file share the execution
+                        spot_rng = random.Random(
+                            f"{options.seed}:{relpath}:{label}:{env}:{source.count(chr(10))}"
+                        )
                         spots = {}
                         for t in tests:
                             body = sorted(_body_lines(versions[label], t) & set(clean[t].executed))
                             if body:
-                                spots[t] = rng.choice(body)
+                                spots[t] = spot_rng.choice(body)
                         noisy_runs[env] = executor.run(relpath, source, tests, env, spots) if spots else {}
                     hit = noisy_runs[env].get(test)
                     if hit is not None and hit.noise:

@@ -64,7 +64,8 @@ class _Group:
     cache: dict[tuple[str, str], tuple[Analysis, _RunView]] = field(default_factory=dict)
 
     def view(self, run: dict[str, Any]) -> tuple[Analysis, _RunView]:
-        key = (run["version"], run["log"])
+        # version ids and log keys are content hashes: groups of one file share their analyses
+        key = (self.data["versions"][run["version"]]["id"], run["log"])
         if key not in self.cache:
             analysis = analyze(self.scripts[run["version"]], self.data["logs"][run["log"]], explain=True)
             tplus = analysis.traces["tplus"]
@@ -89,7 +90,9 @@ class _Group:
         return self.cache[key]
 
 
-def _group(data: dict[str, Any]) -> _Group:
+def _group(
+    data: dict[str, Any], cache: dict[tuple[str, str], tuple[Analysis, _RunView]] | None = None
+) -> _Group:
     scripts = {
         label: [Script(f["path"], f["content"]) for f in v["files"]] for label, v in data["versions"].items()
     }
@@ -101,7 +104,7 @@ def _group(data: dict[str, Any]) -> _Group:
             for f in v["files"]
             if f["path"] in target
         }
-    return _Group(data, scripts, maps)
+    return _Group(data, scripts, maps, cache if cache is not None else {})
 
 
 @dataclass
@@ -261,7 +264,8 @@ def _element_scores(line_scores: Mapping[Loc, float], members: Mapping[str, list
 
 
 def _ranking(element_scores: Mapping[str, float], order: Mapping[str, int], elements: list[str]) -> list[str]:
-    ranked = sorted(element_scores, key=lambda e: (-element_scores[e], order.get(e, 10**9)))
+    # rounded: a solver's last bits must not break ties the static order should break
+    ranked = sorted(element_scores, key=lambda e: (-round(element_scores[e], 9), order.get(e, 10**9)))
     return [*ranked, *(e for e in elements if e not in element_scores)]
 
 
@@ -297,7 +301,8 @@ def evaluate_history(
     seed: int = 0,
     progress: Callable[[str], None] = lambda _: None,
 ) -> dict[str, Any]:
-    groups = [_group(g) for g in load_groups(root)]
+    shared: dict[tuple[str, str], tuple[Analysis, _RunView]] = {}
+    groups = [_group(g, shared) for g in load_groups(root)]
     outcomes: list[CaseOutcome] = []
     for g in groups:
         for case in g.data["cases"]:

@@ -171,7 +171,7 @@ def _outcome(
         model_ms=result.model_ms,
         total_ms=result.total_ms,
         fallback=result.fallback_reason is not None,
-        filled=sum(1 for item in result.ranking if item.reason.startswith("heuristic fill-in")),
+        filled=sum(1 for item in result.ranking if item.filled),
     )
 
 

@@ -50,15 +50,22 @@ class Counts:
     anp: float = 0.0
 
 
-def map_states(states: Mapping[Loc, State], maps: Mapping[str, LineMap]) -> dict[Loc, State]:
-    """A run's states in its own version's lines -> the target version's (unmapped lines vanish)."""
+def map_states(
+    states: Mapping[Loc, State], maps: Mapping[str, LineMap], *, keep_modified: bool = False
+) -> dict[Loc, State]:
+    """A run's states in its own version's lines -> the target version's (unmapped lines vanish).
+
+    An edited line is a new statement: by default runs of the old text do not count for it (they
+    would vouch for code they never ran; measured on the history corpus, keeping them let every
+    pass before a faulty edit hide the fault). ``keep_modified`` restores DESIGN 8.1's pairing.
+    """
     out: dict[Loc, State] = {}
     for loc, state in states.items():
         lmap = maps.get(loc.path)
         if lmap is None:
             continue
         target = lmap.forward.get(loc.line)
-        if target is not None:
+        if target is not None and (keep_modified or target not in lmap.modified):
             out[Loc(loc.path, target)] = state
     return out
 

@@ -25,11 +25,17 @@ class Channel(StrEnum):
     DATA = "data"  # def-use / control dependence on the error statement
     LEXICAL = "lexical"  # BM25 similarity to the failure text
     PROXIMITY = "proximity"  # ran shortly before the failure
+    STRUCTURE = "structure"  # no failure evidence: what usually fails in a test body (a guess)
     MODEL = "model"  # the model ranked it (its rationale in ``detail`` when it gave one)
     SPECTRUM = "spectrum"  # CI history: ran in failing runs more than in passing ones (Ochiai, DStar)
     CP = "cp"  # CI history: infection propagated over the block graph from failing runs
     DIFF = "diff"  # CI history: changed since the last passing version of the script
     HISTORY_VALUE = "history_value"  # CI history: a logged value class seen only in failing runs
+
+
+# Names an ablation may switch off: the ranking channels (the model is not one). Analysis rules
+# that can be switched off add their names here.
+SWITCHES: frozenset[str] = frozenset(str(c) for c in Channel if c is not Channel.MODEL)
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,6 +36,9 @@ T = TypeVar("T")
 
 RETRY_AFTER_CAP_S = 30.0
 HEALTH_TIMEOUT_S = 5.0
+BREAKER_FAILURES = 3  # consecutive failed calls that open the circuit
+BREAKER_COOLDOWN_S = 30.0
+MIN_ATTEMPT_S = 0.5  # no retry starts with less of the budget left than this
 _RETRYABLE_STATUS = frozenset({408, 429})
 
 
@@ -62,6 +65,71 @@ class ModelError(Exception):
     def __init__(self, message: str, status_code: int | None = None) -> None:
         super().__init__(message)
         self.status_code = status_code
+
+
+class CircuitBreaker:
+    """Stops calling a server that keeps failing, for a cool-down, then lets one trial call through.
+
+    Why: without it every triage waits out the full deadline against a dead server (12 concurrent
+    requests each waited ~30 s); with it they fall back to the heuristic at once, and say why.
+    """
+
+    def __init__(self, failures: int = BREAKER_FAILURES, cooldown_s: float = BREAKER_COOLDOWN_S) -> None:
+        self.threshold = failures
+        self.cooldown_s = cooldown_s
+        self.failures = 0
+        self.opened_at: float | None = None
+        self.last_error = ""
+        self.trial = False  # a half-open trial call is in flight
+        self.opened = 0  # times the circuit opened, for /metrics
+
+    def state(self, now: float | None = None) -> str:
+        """``closed``, ``open`` (cooling down) or ``half-open`` (the next call is a trial)."""
+        if self.opened_at is None:
+            return "closed"
+        now = time.monotonic() if now is None else now
+        return "open" if now - self.opened_at < self.cooldown_s else "half-open"
+
+    def retry_in_s(self) -> float:
+        if self.opened_at is None:
+            return 0.0
+        return max(0.0, self.cooldown_s - (time.monotonic() - self.opened_at))
+
+    def check(self) -> None:
+        """``ModelUnavailable`` without calling when the circuit is open (or a trial is under way)."""
+        state = self.state()
+        if state == "closed":
+            return
+        if state == "half-open" and not self.trial:
+            self.trial = True
+            return
+        raise ModelUnavailable(
+            f"circuit open: the model server failed {self.failures} call(s) in a row "
+            f"(last: {self.last_error}); not called for another {self.retry_in_s():.0f} s"
+        )
+
+    def success(self) -> None:
+        self.failures = 0
+        self.opened_at = None
+        self.trial = False
+
+    def failure(self, reason: str) -> None:
+        self.failures += 1
+        self.last_error = reason[:200]
+        was_trial, self.trial = self.trial, False
+        if was_trial or self.failures >= self.threshold:
+            if self.opened_at is None or was_trial:
+                self.opened += 1
+            self.opened_at = time.monotonic()
+
+    def describe(self) -> str:
+        """For /healthz: ``ok``, or why the server is not being called."""
+        state = self.state()
+        if state == "closed":
+            return "ok" if self.failures == 0 else f"failing ({self.failures} in a row: {self.last_error})"
+        if state == "open":
+            return f"circuit open for {self.retry_in_s():.0f} s more ({self.last_error})"
+        return f"circuit half-open: the next call is a trial ({self.last_error})"
 
 
 class _Retryable(Exception):
@@ -110,6 +178,8 @@ class ModelClient:
         top_k: int | None = None,
         backoff_s: float = 0.5,
         max_retry_after_s: float = RETRY_AFTER_CAP_S,
+        breaker_failures: int = BREAKER_FAILURES,
+        breaker_cooldown_s: float = BREAKER_COOLDOWN_S,
     ) -> None:
         if timeout_s <= 0:
             raise ValueError(f"timeout_s must be > 0, got {timeout_s!r}")
@@ -132,6 +202,9 @@ class ModelClient:
         self.backoff_s = backoff_s
         self.max_retry_after_s = max_retry_after_s
         self._model = model or None
+        self.breaker = CircuitBreaker(breaker_failures, breaker_cooldown_s)
+        self._calls: set[asyncio.Task[Any]] = set()
+        self._closing = False
         self._model_lock = asyncio.Lock()
         self._slots = asyncio.Semaphore(concurrency)
         headers = {"Accept": "application/json"}
@@ -161,6 +234,8 @@ class ModelClient:
             temperature=settings.temperature,
             top_p=settings.top_p,
             top_k=settings.top_k,
+            breaker_failures=settings.model_breaker_failures,
+            breaker_cooldown_s=settings.model_breaker_cooldown_s,
         )
 
     async def __aenter__(self) -> ModelClient:
@@ -175,15 +250,26 @@ class ModelClient:
         await self.aclose()
 
     async def aclose(self) -> None:
+        self.cancel_calls()
         await self._http.aclose()
+
+    def cancel_calls(self) -> None:
+        """Shutting down: calls in flight end now with ``ModelUnavailable``; new ones fail at once."""
+        self._closing = True
+        for task in list(self._calls):
+            task.cancel()
+
+    def status(self) -> str:
+        """What the client knows of the server without calling it (for /healthz, never waits)."""
+        return "shutting down" if self._closing else self.breaker.describe()
 
     async def health(self) -> bool:
         """Whether ``GET {base_url}/models`` answers 200 within a few seconds; never raises."""
+        limit = min(self.timeout_s, HEALTH_TIMEOUT_S)
         try:
-            response = await self._http.get(
-                f"{self.base_url}/models", timeout=min(self.timeout_s, HEALTH_TIMEOUT_S)
-            )
-        except (httpx.HTTPError, RuntimeError):
+            async with asyncio.timeout(limit):  # a whole-request deadline: a trickle cannot stretch it
+                response = await self._http.get(f"{self.base_url}/models", timeout=limit)
+        except (httpx.HTTPError, RuntimeError, TimeoutError):
             return False
         return response.status_code == 200
 
@@ -203,9 +289,49 @@ class ModelClient:
         schema: dict[str, Any] | None = None,
         schema_name: str = "ranking",
     ) -> Completion:
-        """One chat completion; with ``schema`` the server must answer JSON matching it."""
+        """One chat completion; with ``schema`` the server must answer JSON matching it.
+
+        The whole call, retries and backoff included, ends within ``timeout_s``: one overall
+        deadline (connect, queueing and the total read), so a server that trickles bytes is cut.
+        """
         _check_messages(messages)
+        if self._closing:
+            raise ModelUnavailable("the service is shutting down; the model was not called")
+        self.breaker.check()
+        call = asyncio.ensure_future(self._complete(messages, schema, schema_name))
+        self._calls.add(call)
+        try:
+            completion = await asyncio.wait_for(asyncio.shield(call), self.timeout_s)
+        except TimeoutError:
+            call.cancel()
+            self.breaker.failure(f"no complete answer within {self.timeout_s:g} s")
+            raise ModelUnavailable(
+                f"model server {self.base_url} unavailable: no answer within {self.timeout_s:g} s "
+                "(one deadline for the whole call: connect, read and retries)"
+            ) from None
+        except asyncio.CancelledError:
+            call.cancel()
+            current = asyncio.current_task()
+            if self._closing and (current is None or not current.cancelling()):
+                self.breaker.trial = False
+                raise ModelUnavailable("the service is shutting down; the model call was cancelled") from None
+            raise
+        except ModelUnavailable as exc:
+            self.breaker.failure(str(exc))
+            raise
+        except ModelError:
+            self.breaker.success()  # it answered: it is up
+            raise
+        finally:
+            self._calls.discard(call)
+        self.breaker.success()
+        return completion
+
+    async def _complete(
+        self, messages: list[dict[str, str]], schema: dict[str, Any] | None, schema_name: str
+    ) -> Completion:
         started = time.perf_counter()
+        deadline = time.monotonic() + self.timeout_s
         model = await self.model_name()
         payload: dict[str, Any] = {
             "model": model,
@@ -221,7 +347,9 @@ class ModelClient:
                 "type": "json_schema",
                 "json_schema": {"name": schema_name, "schema": schema, "strict": True},
             }
-        body, attempts = await self._with_retries("POST", "/chat/completions", payload, _checked_completion)
+        body, attempts = await self._with_retries(
+            "POST", "/chat/completions", payload, _checked_completion, deadline=deadline
+        )
         text, finish_reason = _first_choice(body)
         usage = body["usage"] if isinstance(body.get("usage"), dict) else {}
         return Completion(
@@ -240,22 +368,38 @@ class ModelClient:
         path: str,
         payload: dict[str, Any] | None,
         read: Callable[[dict[str, Any]], T],
+        *,
+        deadline: float | None = None,
     ) -> tuple[T, int]:
         """``read`` of the decoded JSON body, and the attempts it took; raises the module's two errors.
 
         ``read`` raises ``_Retryable`` for a body that is malformed, so it is retried like a 5xx.
+        Retries spend the budget up to ``deadline`` (monotonic) and no further.
         """
+        if deadline is None:
+            deadline = time.monotonic() + self.timeout_s
         attempts = self.retries + 1
         reason = "no attempt made"
         for attempt in range(attempts):
             try:
                 async with self._slots:
-                    return read(await self._attempt(method, path, payload)), attempt + 1
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        raise _Retryable(f"no answer within {self.timeout_s:g} s")
+                    try:
+                        async with asyncio.timeout(left):
+                            body = await self._attempt(method, path, payload)
+                    except TimeoutError:
+                        raise _Retryable(f"no complete answer within {self.timeout_s:g} s") from None
+                    return read(body), attempt + 1
             except _Retryable as exc:
                 reason = str(exc)
                 if attempt + 1 == attempts:
                     break
                 delay = self._delay(attempt, exc.retry_after)
+                if deadline - time.monotonic() - delay < MIN_ATTEMPT_S:
+                    reason += " (the retry budget is spent)"
+                    break
                 log.warning(
                     "model server %s%s: %s; retry %d/%d in %.2f s",
                     self.base_url,

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.localize.evidence import Evidence
 from app.localize.repair import PostprocessCounts
 from app.options import RANKERS, TriageOptions
 
@@ -27,6 +28,8 @@ class RankedItem:
     code: str
     score: float | None  # heuristic score; None for the model's own items
     reason: str
+    evidence: tuple[Evidence, ...] = ()  # why, strongest first
+    filled: bool = False  # a heuristic item filling in another ranker's short answer
     rationale: str | None = None  # the model's own words on why, when it gave any
 
     def to_dict(self) -> dict[str, Any]:
@@ -39,6 +42,7 @@ class RankedItem:
             "code": self.code,
             "score": self.score,
             "reason": self.reason,
+            "evidence": [e.to_dict() for e in self.evidence],
         }
         if self.rationale is not None:
             out["rationale"] = self.rationale
@@ -55,6 +59,8 @@ class RankedItem:
             code=str(data.get("code") or ""),
             score=data.get("score"),
             reason=str(data.get("reason") or ""),
+            evidence=tuple(Evidence.from_dict(e) for e in data.get("evidence") or ()),
+            rationale=data.get("rationale"),
         )
 
 
@@ -82,6 +88,7 @@ class TriageResult:
     id: str | None = None
     status: str = "done"
     options: TriageOptions | None = None  # the resolved options the triage ran with, stored whole
+    evidence_found: bool = True  # False: nothing in the failure pointed anywhere; the ranking is a guess
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -110,6 +117,7 @@ class TriageResult:
             "prompt": {"chars": self.prompt_chars, "lines": self.prompt_lines},
             "warnings": list(self.warnings),
             "options": None if self.options is None else self.options.to_dict(),
+            "evidence_found": self.evidence_found,
         }
 
     @classmethod
@@ -144,4 +152,5 @@ class TriageResult:
             id=None if data.get("id") is None else str(data["id"]),
             status=data.get("status") or "done",
             options=None if options is None else TriageOptions.from_dict(options),
+            evidence_found=bool(data.get("evidence_found", True)),
         )

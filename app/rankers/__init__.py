@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 _REGISTRY: dict[str, str] = {
     "llm": "app.rankers.llm:LlmRanker",
     "heuristic": "app.rankers.heuristic:HeuristicRanker",
+    "stacktrace": "app.rankers.stacktrace:StacktraceRanker",
 }
 AUTO = "auto"
 

@@ -7,6 +7,7 @@ from typing import Protocol
 
 from app.analysis.model import Analysis
 from app.analysis.render import Element, RenderedCode
+from app.localize.evidence import Evidence
 from app.localize.repair import PostprocessCounts
 from app.options import TriageOptions
 
@@ -35,6 +36,9 @@ class RankRequest:
     rendered: RenderedCode  # at the requested level: the elements a ranking may name
     prompt: Prompt
     options: TriageOptions
+    # the heuristic's best picks for ``rendered``, computed ahead where the analysis ran (the
+    # service's worker process), so ranking in the server does not redo that work
+    heuristic: tuple[RenderedCode, tuple[Pick, ...]] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,7 @@ class Pick:
     element: Element
     score: float | None  # None for a model's own choice
     reason: str
+    evidence: tuple[Evidence, ...] = ()  # typed records behind the pick, strongest first
 
 
 @dataclass(frozen=True)

@@ -20,5 +20,10 @@ class HeuristicRanker:
     @staticmethod
     def picks(request: RankRequest, k: int) -> tuple[Pick, ...]:
         """Synchronous: the heuristic does no I/O (triage uses it to fill in after another ranker)."""
-        scored = rank_heuristic(request.analysis, request.rendered, k)
-        return tuple(Pick(s.element, s.score, s.reason) for s in scored)
+        ahead = request.heuristic
+        if ahead is not None and ahead[0] is request.rendered and len(ahead[1]) >= k:
+            return ahead[1][:k]  # the ranking is a sorted list cut at k: a prefix is the same answer
+        scored = rank_heuristic(
+            request.analysis, request.rendered, k, disabled=request.options.disabled_channels
+        )
+        return tuple(Pick(s.element, s.score, s.reason, s.evidence) for s in scored)

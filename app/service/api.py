@@ -19,28 +19,34 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
+from jinja2 import pass_context
 from starlette.datastructures import MutableHeaders
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.localize.llm import ModelClient
 from app.service.deps import Runtime, require_api_key
-from app.service.jobs import Worker
+from app.service.jobs import SyncLeases, Worker
 from app.service.logs import request_id_var
 from app.service.metrics import Metrics
-from app.service.routes import batches, health, triage
+from app.service.pool import AnalysisPool, PoolLimits, default_size
+from app.service.routes import batches, health, history, ingest, triage
 from app.service.runner import Runner
 from app.service.schemas import BatchRequest
+from app.service.security import BrowserSafetyMiddleware, csrf_field, csrf_token, require_csrf
 from app.service.store import Store, make_engine, migrate
 from app.settings import Settings, get_settings
 
 log = logging.getLogger(__name__)
 
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
-WORKER_STOP_TIMEOUT_S = 10.0
+WORKER_STOP_TIMEOUT_S = 5.0
+MODEL_PROBE_S = 10.0
 
 
 def max_body_bytes(settings: Settings) -> int:
@@ -67,13 +73,17 @@ def create_app(settings: Settings | None = None, *, worker_id: str | None = None
     )
     app.state.runtime = runtime
     app.add_middleware(RequestContextMiddleware, metrics=metrics, max_body=max_body_bytes(settings))
+    app.add_middleware(BrowserSafetyMiddleware)  # outermost: its headers go on every response
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(Exception, _internal_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
 
     keyed = [Depends(require_api_key)]
     app.include_router(health.router)
     app.include_router(triage.router, dependencies=keyed)
     app.include_router(batches.router, dependencies=keyed)
+    app.include_router(history.router, dependencies=keyed)
+    app.include_router(ingest.router, dependencies=keyed)
     _include_dashboard(app, keyed)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app
@@ -84,10 +94,27 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     runtime: Runtime = app.state.runtime
     await asyncio.to_thread(migrate, runtime.store.engine)
     settings = runtime.settings
-    longest_triage_s = settings.model_timeout_s * (settings.model_retries + 1) + 60
-    await asyncio.to_thread(runtime.store.fail_interrupted, older_than_s=longest_triage_s)
+    lease_s = settings.triage_lease_s
+    runtime.leases = SyncLeases(runtime.store, heartbeat_s=lease_s / 4, lease_s=lease_s)
+    await asyncio.to_thread(runtime.store.fail_interrupted, older_than_s=runtime.leases.lease_s)
+    runtime.leases_task = asyncio.create_task(runtime.leases.run())
     runtime.client = ModelClient.from_settings(runtime.settings)
     runtime.runner.client = runtime.client
+    if runtime.pool is None:
+        runtime.pool = AnalysisPool(
+            default_size(settings.analysis_workers),
+            PoolLimits(
+                cpu_s=settings.analysis_cpu_s,
+                memory_bytes=settings.analysis_memory_bytes,
+                wall_s=3 * settings.analysis_cpu_s + 10,
+            ),
+        )
+        await runtime.pool.start()
+    runtime.runner.pool = runtime.pool
+    runtime.runner.limits = settings.cost_limits()
+    if runtime.client is not None:
+        runtime.model_reachable = await runtime.client.health()
+        runtime.probe_task = asyncio.create_task(_probe_model(runtime))
     if runtime.settings.worker_enabled:
         runtime.worker = Worker(
             runtime.store,
@@ -101,15 +128,31 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     try:
         yield
     finally:
+        if runtime.client is not None:
+            runtime.client.cancel_calls()
+        if runtime.probe_task is not None:
+            runtime.probe_task.cancel()
+        if runtime.leases_task is not None:
+            runtime.leases_task.cancel()
         if runtime.worker is not None and runtime.worker_task is not None:
             runtime.worker.stop()
             try:
                 await asyncio.wait_for(runtime.worker_task, WORKER_STOP_TIMEOUT_S)
             except TimeoutError:
                 log.warning("batch worker did not stop in time; its leases will be reclaimed on restart")
+        if runtime.pool is not None:
+            await runtime.pool.close()
+            runtime.pool = None
         if runtime.client is not None:
             await runtime.client.aclose()
         runtime.store.close()
+
+
+async def _probe_model(runtime: Runtime) -> None:
+    """Ask the model server's /models now and then, so /healthz can answer without waiting on it."""
+    while runtime.client is not None:
+        await asyncio.sleep(MODEL_PROBE_S)
+        runtime.model_reachable = await runtime.client.health()
 
 
 def _include_dashboard(app: FastAPI, dependencies: list[Any]) -> None:
@@ -123,6 +166,12 @@ def _include_dashboard(app: FastAPI, dependencies: list[Any]) -> None:
     if router is None:
         log.warning("app.service.dashboard has no router; the dashboard is not served")
         return
+    pages = importlib.import_module("app.service.dashboard.pages")
+    templates = getattr(pages, "templates", None)
+    if templates is not None:  # every dashboard form writes {{ csrf_field() }}
+        templates.env.globals["csrf_field"] = pass_context(csrf_field)
+        templates.env.globals["csrf_token"] = pass_context(lambda ctx: csrf_token(ctx["request"]))
+    dependencies = [*dependencies, Depends(require_csrf)]
     static_dir = getattr(dashboard, "STATIC_DIR", None)
     if static_dir is not None:
         app.mount("/static", StaticFiles(directory=static_dir), name="static")
@@ -152,6 +201,15 @@ async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": detail}, status_code=422)
 
 
+async def _http_error(request: Request, exc: Exception) -> Response:
+    """FastAPI answers 400 for a body its JSON parser gave up on; a body nested too deeply is 422."""
+    assert isinstance(exc, StarletteHTTPException)
+    if exc.status_code == 400 and isinstance(exc.__cause__, RecursionError):
+        detail = [{"loc": ["body"], "msg": "JSON nested too deeply to read", "type": "json_invalid"}]
+        return JSONResponse({"detail": detail}, status_code=422)
+    return await http_exception_handler(request, exc)
+
+
 async def _internal_error(_request: Request, exc: Exception) -> JSONResponse:
     log.error("unhandled error", exc_info=exc)
     return JSONResponse({"detail": "internal error", "request_id": request_id_var.get()}, status_code=500)
@@ -176,9 +234,12 @@ class RequestContextMiddleware:
         started = time.perf_counter()
         status = 500
 
+        started_response = False
+
         async def send_with_id(message: Message) -> None:
-            nonlocal status
+            nonlocal status, started_response
             if message["type"] == "http.response.start":
+                started_response = True
                 status = message["status"]
                 MutableHeaders(scope=message)["X-Request-ID"] = request_id
             await send(message)
@@ -204,7 +265,18 @@ class RequestContextMiddleware:
             if declared.isdigit() and int(declared) > limit:
                 await JSONResponse({"detail": too_large}, status_code=413)(scope, receive, send_with_id)
             else:
-                await self.app(scope, capped_receive, send_with_id)
+                try:
+                    await self.app(scope, capped_receive, send_with_id)
+                except Exception as exc:
+                    if started_response:
+                        raise
+                    if isinstance(exc, HTTPException):  # the body cap, raised from capped_receive
+                        body = {"detail": exc.detail}
+                        await JSONResponse(body, status_code=exc.status_code)(scope, receive, send_with_id)
+                    else:
+                        log.error("unhandled error", exc_info=exc)
+                        body = {"detail": "internal error", "request_id": request_id}
+                        await JSONResponse(body, status_code=500)(scope, receive, send_with_id)
         finally:
             elapsed = time.perf_counter() - started
             route = getattr(scope.get("route"), "path", None) or "unmatched"

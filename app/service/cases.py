@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from app.analysis.limits import InputTooCostly, check_text
 from app.analysis.model import Script
 from app.options import TriageOptions, resolve_options
 from app.service.schemas import BatchRequest, TriageRequest
@@ -46,6 +47,11 @@ def check_limits(request: TriageRequest, settings: Settings, *, where: str = "")
     size = len(request.log.encode("utf-8"))
     if size > settings.max_log_bytes:
         raise LimitExceeded(f"{where}log is {size} bytes; max_log_bytes={settings.max_log_bytes}")
+    scripts = [Script(path=s.path, content=s.content) for s in request.scripts]
+    try:
+        check_text(scripts, request.log, settings.cost_limits())
+    except InputTooCostly as exc:
+        raise LimitExceeded(f"{where}{exc}") from None
 
 
 def check_batch_size(count: int, settings: Settings) -> None:
@@ -86,6 +92,8 @@ def parse_batch_json(body: bytes, settings: Settings) -> list[TriageRequest]:
         raw = json.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
         raise InvalidInput(f"body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise InvalidInput("body is JSON nested too deeply to read") from None
     if isinstance(raw, dict) and isinstance(raw.get("cases"), list):
         check_batch_size(len(raw["cases"]), settings)
     try:

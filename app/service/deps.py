@@ -12,8 +12,9 @@ from fastapi import Depends, HTTPException, Request, Security
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from app.localize.llm import ModelClient
-from app.service.jobs import Worker
+from app.service.jobs import SyncLeases, Worker
 from app.service.metrics import Metrics
+from app.service.pool import AnalysisPool
 from app.service.runner import Runner
 from app.service.store import Store
 from app.settings import Settings
@@ -30,6 +31,11 @@ class Runtime:
     worker_id: str
     client: ModelClient | None = None
     worker: Worker | None = None
+    pool: AnalysisPool | None = None
+    leases: SyncLeases | None = None
+    leases_task: asyncio.Task[None] | None = field(default=None, repr=False)
+    model_reachable: bool = False  # the last background probe of the model server answered
+    probe_task: asyncio.Task[None] | None = field(default=None, repr=False)
     worker_task: asyncio.Task[None] | None = field(default=None, repr=False)
 
     def wake_worker(self) -> None:

@@ -39,6 +39,21 @@ class Metrics:
             "tcfl_batch_queue_depth", "Batch items waiting or running", ["status"], registry=r
         )
         self.items = Counter("tcfl_batch_items", "Batch items finished", ["outcome"], registry=r)
+        self.circuit_open = Gauge(
+            "tcfl_model_circuit_open",
+            "1 while model calls are paused after failures (circuit open)",
+            registry=r,
+        )
+        self.circuit_opened = Gauge(
+            "tcfl_model_circuit_opened", "Times the model circuit breaker opened since start", registry=r
+        )
+        self.analysis_workers = Gauge("tcfl_analysis_workers", "Analysis worker processes", registry=r)
+        self.analysis_busy = Gauge("tcfl_analysis_busy", "Analysis workers running a request", registry=r)
+        self.analysis_recycled = Gauge(
+            "tcfl_analysis_workers_recycled",
+            "Analysis workers replaced (a limit hit, a crash, an abandoned request, or age)",
+            registry=r,
+        )
 
     def observe_result(self, data: dict[str, Any], *, model_configured: bool) -> None:
         timings = data.get("timings") or {}
@@ -60,6 +75,16 @@ class Metrics:
     def set_queue_depth(self, depth: dict[str, int]) -> None:
         for status, n in depth.items():
             self.queue_depth.labels(status).set(n)
+
+    def set_runtime_state(self, client: Any, pool: Any) -> None:
+        """Read at scrape time from the model client's breaker and the analysis pool (either may be None)."""
+        if client is not None:
+            self.circuit_open.set(1 if client.breaker.state() == "open" else 0)
+            self.circuit_opened.set(client.breaker.opened)
+        if pool is not None:
+            self.analysis_workers.set(pool.size)
+            self.analysis_busy.set(pool.busy())
+            self.analysis_recycled.set(pool.recycled)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -1,28 +1,62 @@
-"""Runs one stored case through the pipeline; shared by ``POST /v1/triage`` and the batch worker."""
+"""Runs one stored case through the pipeline; shared by ``POST /v1/triage`` and the batch worker.
+
+In the service the static phase (and the heuristic) runs in the analysis pool, bounded in CPU
+time and memory and off the event loop; only a model call, when one is made, runs here, async.
+Without a pool (``tcfl batch``) everything runs in-process.
+"""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
+from app.analysis.limits import CostLimits
 from app.localize.llm import ModelClient
+from app.localize.result import TriageResult
 from app.service.cases import triage_options
 from app.service.metrics import Metrics
+from app.service.pool import LARGE_LOG_BYTES, LARGE_SCRIPT_LINES, AnalysisPool
 from app.service.snapshots import SNAPSHOT_KEY
 from app.service.store import Case
-from app.triage import triage_with_snapshot
+from app.triage import rank, triage_with_snapshot
 
 
 class Runner:
     """Holds this process's model client (or None) and counts every result in the metrics."""
 
-    def __init__(self, client: ModelClient | None, metrics: Metrics) -> None:
+    def __init__(
+        self,
+        client: ModelClient | None,
+        metrics: Metrics,
+        pool: AnalysisPool | None = None,
+        limits: CostLimits | None = None,
+    ) -> None:
         self.client = client
         self.metrics = metrics
+        self.pool = pool
+        self.limits = limits
 
     async def __call__(self, case: Case) -> dict[str, Any]:
-        result, snapshot = await triage_with_snapshot(
-            case.scripts, case.log, triage_options(case.options), client=self.client
-        )
+        options = triage_options(case.options)
+        if self.pool is None:
+            result, snapshot = await triage_with_snapshot(case.scripts, case.log, options, client=self.client)
+        else:
+            started = time.perf_counter()
+            lines = sum(s.content.count("\n") for s in case.scripts)
+            large = lines > LARGE_SCRIPT_LINES or len(case.log) > LARGE_LOG_BYTES
+            done, snapshot = await self.pool.run(
+                "static_with_snapshot",
+                case.scripts,
+                case.log,
+                options,
+                self.limits,
+                self.client is not None,
+                large=large,
+            )
+            if isinstance(done, TriageResult):
+                result = done
+            else:
+                result = await rank(done, client=self.client, started=started)
         data = result.to_dict()
         data.pop("id", None)
         data.pop("status", None)

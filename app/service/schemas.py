@@ -238,3 +238,10 @@ class Health(BaseModel):
     database: str = Field(description="ok, or the error")
     model_server: str = Field(description="not configured, ok, or unreachable")
     worker: str = Field(description="running, off, or stopped")
+    model_circuit: str = Field(
+        "not configured",
+        description="closed, open (model calls paused for a cool-down after failures), or half-open",
+    )
+    model_detail: str = Field("", description="Why the model server is not being called, when it is not")
+    analysis_workers: int = Field(0, description="Analysis worker processes")
+    analysis_busy: int = Field(0, description="Analysis workers running a request now")

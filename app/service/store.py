@@ -359,6 +359,17 @@ class Store:
             request.error = _plain(error)
             request.updated_at = utcnow()
 
+    def touch_requests(self, request_ids: Sequence[int]) -> None:
+        """Heartbeat of synchronous triages in flight: a fresh ``updated_at`` keeps the sweep off them."""
+        if not request_ids:
+            return
+        with self._tx() as session:
+            session.execute(
+                update(TriageRequestRow)
+                .where(TriageRequestRow.id.in_(list(request_ids)), TriageRequestRow.status == "running")
+                .values(updated_at=utcnow())
+            )
+
     def fail_interrupted(self, *, older_than_s: float) -> int:
         """Mark synchronous triages left running by a stopped process (batch items requeue instead)."""
         cutoff = utcnow() - timedelta(seconds=older_than_s)

@@ -11,7 +11,9 @@ from app.eval.history_corpus import (
     HistoryOptions,
     HistorySummary,
     benign_edit,
+    benign_edits,
     helpers_used_twice,
+    rename_local,
     shift,
     statement_starts,
 )
@@ -61,6 +63,23 @@ def test_benign_edits_keep_the_code_and_every_line_maps() -> None:
         m = map_lines(source.splitlines(), edited.splitlines())
         assert m.forward == {n: shift(n, inserted) for n in range(1, len(source.splitlines()) + 1)}
         source = edited
+
+
+def test_a_local_rename_changes_names_only() -> None:
+    rng = random.Random(1)
+    renamed = rename_local(TINY, rng)
+    assert renamed is not None and renamed != TINY
+    assert "_value" in renamed
+    new_tree = ast.dump(ast.parse(renamed))
+    assert new_tree != ast.dump(ast.parse(TINY))
+    assert "self.base" in renamed and "log.info" in renamed  # attributes untouched
+    assert rename_local(TINY, rng, avoid=tuple(range(1, 40))) is None
+
+
+def test_benign_edits_track_the_line_to_keep() -> None:
+    line = TINY.splitlines().index("        self.assertEqual(value, 42)") + 1
+    edited, moved = benign_edits(TINY, random.Random(5), 4, line)
+    assert moved is not None and edited.splitlines()[moved - 1].strip() == "self.assertEqual(value, 42)"
 
 
 def test_benign_edit_avoids_the_given_lines() -> None:

@@ -77,11 +77,18 @@ def test_blocks_take_their_best_line_and_ties_go_to_the_static_rank() -> None:
 def test_states_of_an_older_version_move_with_the_line_map() -> None:
     old = ["def test():", "    x = 1", "    assert x"]
     new = ["def test():", "    # why", "    x = 1", "    assert x == 1", "    done()"]
-    moved = map_states(
-        {Loc("t.py", 1): E, Loc("t.py", 2): E, Loc("t.py", 3): N, Loc("u.py", 1): E},
-        {"t.py": map_lines(old, new)},
-    )
+    states = {Loc("t.py", 1): E, Loc("t.py", 2): E, Loc("t.py", 3): N, Loc("u.py", 1): E}
+    moved = map_states(states, {"t.py": map_lines(old, new)})
     assert moved == {Loc("t.py", 1): E, Loc("t.py", 3): E}  # "assert x" was rewritten: no pre-image
+
+
+def test_an_edited_line_counts_old_runs_only_when_asked() -> None:
+    old = ["def test():", "    x = compute(1)"]
+    new = ["def test():", "    x = compute(2)"]
+    states = {Loc("t.py", 1): E, Loc("t.py", 2): E}
+    maps = {"t.py": map_lines(old, new)}
+    assert map_states(states, maps) == {Loc("t.py", 1): E}
+    assert map_states(states, maps, keep_modified=True) == states
 
 
 state = st.sampled_from([E, N, D])

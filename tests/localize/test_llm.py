@@ -174,10 +174,11 @@ def test_persistent_server_errors_make_the_model_unavailable() -> None:
 
 
 def test_answer_slower_than_timeout_is_unavailable() -> None:
+    """The deadline covers the whole call: a retry that cannot fit in what is left is not started."""
     with OpenAIStandin(default=Reply(content=ANSWER, delay_s=3)) as srv:
         with pytest.raises(ModelUnavailable, match=r"no answer within 0.2 s"):
             run(complete(srv.url, model="qwen", timeout_s=0.2, retries=1))
-        assert len(srv.requests) == 2
+        assert len(srv.requests) == 1
 
 
 def test_connection_refused_is_unavailable() -> None:
@@ -327,3 +328,69 @@ def test_bad_messages_raise_value_error_before_any_request(srv: OpenAIStandin, m
 def test_bad_settings_raise_value_error(kwargs: dict[str, Any]) -> None:
     with pytest.raises(ValueError):
         ModelClient("http://127.0.0.1:8000/v1", **kwargs)
+
+
+# -- one deadline per call, the retry budget, the circuit breaker, shutdown ---------------------
+
+
+def test_a_server_trickling_one_byte_a_second_is_cut_at_the_deadline() -> None:
+    """httpx's timeouts are per read; a byte a second never trips them. The call's deadline does."""
+    with OpenAIStandin(default=Reply(content=ANSWER, trickle_s=1.0)) as srv:
+
+        async def cut() -> str:
+            with pytest.raises(ModelUnavailable) as caught:  # unbounded, ~300 bytes would take 5 min
+                await complete(srv.url, model="qwen", timeout_s=2.0, retries=3)
+            return str(caught.value)
+
+        assert "no answer within 2 s" in run(cut())
+        assert len(srv.requests) == 1  # the deadline covers the retries too
+
+
+def test_retries_stop_when_the_budget_is_spent() -> None:
+    with OpenAIStandin(default=Reply(status=503, delay_s=0.8)) as srv:
+        with pytest.raises(ModelUnavailable, match=r"no answer within 2 s|retry budget"):
+            run(complete(srv.url, model="qwen", timeout_s=2.0, retries=10, backoff_s=0.01))
+        assert len(srv.requests) < 11
+
+
+def test_the_breaker_opens_after_failures_then_lets_one_trial_through() -> None:
+    with OpenAIStandin(default=Reply(status=500)) as srv:
+
+        async def scenario() -> tuple[list[str], int, str]:
+            model = client(srv.url, model="qwen", retries=0, breaker_failures=2, breaker_cooldown_s=0.5)
+            errors = []
+            async with model:
+                for _ in range(3):
+                    with pytest.raises(ModelUnavailable) as caught:
+                        await model.complete(MESSAGES)
+                    errors.append(str(caught.value))
+                sent_while_open = len(srv.requests)
+                state = model.breaker.state()
+                await asyncio.sleep(0.6)
+                assert model.breaker.state() == "half-open"
+                srv.enqueue(Reply(content=ANSWER))
+                done = await model.complete(MESSAGES)
+                assert done.text == ANSWER and model.breaker.state() == "closed"
+            return errors, sent_while_open, state
+
+        errors, sent, state = run(scenario())
+    assert "circuit open" in errors[2] and "circuit open" not in errors[1]
+    assert sent == 2 and state == "open"
+
+
+def test_cancel_calls_ends_a_hung_call_with_model_unavailable() -> None:
+    with OpenAIStandin(default=Reply(content=ANSWER, delay_s=3600)) as srv:
+
+        async def scenario() -> str:
+            model = client(srv.url, model="qwen", timeout_s=3600)
+            async with model:
+                call = asyncio.create_task(model.complete(MESSAGES))
+                await asyncio.sleep(0.5)
+                model.cancel_calls()
+                with pytest.raises(ModelUnavailable) as caught:
+                    await asyncio.wait_for(call, 10)
+                with pytest.raises(ModelUnavailable, match="shutting down"):
+                    await model.complete(MESSAGES)
+                return str(caught.value)
+
+        assert "shutting down" in run(scenario())

@@ -194,10 +194,13 @@ class Standin:
 
 
 @contextmanager
-def standin(delay_s: float) -> Iterator[Standin]:
-    """The stand-in model server process, answering every chat request validly after ``delay_s``."""
+def standin(delay_s: float, mode: str = "answer") -> Iterator[Standin]:
+    """The stand-in model server process, answering every chat request after ``delay_s``.
+
+    ``mode``: answer validly, trickle (one byte a second), silent (never answer), fail (HTTP 500).
+    """
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.support.openai_standin", "--delay", str(delay_s)],
+        [sys.executable, "-m", "tests.support.openai_standin", "--delay", str(delay_s), "--mode", mode],
         cwd=REPO,
         stdout=subprocess.PIPE,
         text=True,

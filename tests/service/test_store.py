@@ -263,8 +263,6 @@ def test_interrupted_synchronous_triages_are_marked_failed(store: Store) -> None
 
 
 def test_the_migration_check_runs_only_when_the_schema_differs(tmp_path: Path) -> None:
-    from sqlalchemy import text
-
     from app.service.store import make_engine, migrate, schema_is_current, script_heads
 
     assert script_heads() and all(isinstance(h, str) for h in script_heads())
@@ -273,12 +271,23 @@ def test_the_migration_check_runs_only_when_the_schema_differs(tmp_path: Path) -
         assert not schema_is_current(engine)  # no table yet
         migrate(engine)
         assert schema_is_current(engine)
-        with engine.begin() as conn:
-            for table in ("log_chunks", "analysis_snapshots", "feedback"):  # what 0002 and 0003 added
-                conn.execute(text(f"DROP TABLE {table}"))  # back to a 0001 database
-            conn.execute(text("UPDATE alembic_version SET version_num = '0001'"))
+        _downgrade(engine, "0001")  # back to a 0001 database: every later revision undone
         assert not schema_is_current(engine)  # an older schema: alembic upgrades it
         migrate(engine)
         assert schema_is_current(engine)
     finally:
         engine.dispose()
+
+
+def _downgrade(engine: object, revision: str) -> None:
+    """Alembic's own downgrade, with the same configuration ``migrate`` uses."""
+    from alembic import command
+    from alembic.config import Config
+
+    from app.service.store import MIGRATIONS_DIR
+
+    cfg = Config(str(MIGRATIONS_DIR / "alembic.ini"))
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    with engine.begin() as conn:  # type: ignore[attr-defined]
+        cfg.attributes["connection"] = conn
+        command.downgrade(cfg, revision)

@@ -50,6 +50,7 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     body: Any = None
     rank: bool = False
+    trickle_s: float = 0.0  # > 0: send the body one byte at a time, this long apart (a slow-drip server)
 
 
 @dataclass(frozen=True)
@@ -243,20 +244,35 @@ def _handler_for(standin: OpenAIStandin) -> type[BaseHTTPRequestHandler]:
                 if reply.delay_s > 0 and standin._stop.wait(reply.delay_s):
                     return
                 payload, content_type = standin._render(reply, request)
-                self._send(reply.status, payload, content_type, reply.headers)
+                self._send(reply.status, payload, content_type, reply.headers, reply.trickle_s)
             except (BrokenPipeError, ConnectionResetError):
                 self.close_connection = True
             finally:
                 standin._end()
 
-        def _send(self, status: int, payload: bytes, content_type: str, headers: dict[str, str]) -> None:
+        def _send(
+            self,
+            status: int,
+            payload: bytes,
+            content_type: str,
+            headers: dict[str, str],
+            trickle_s: float = 0.0,
+        ) -> None:
             self.send_response(status)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(payload)))
             for name, value in headers.items():
                 self.send_header(name, value)
             self.end_headers()
-            self.wfile.write(payload)
+            if trickle_s <= 0:
+                self.wfile.write(payload)
+                return
+            self.wfile.flush()
+            for i in range(len(payload)):
+                if standin._stop.wait(trickle_s):
+                    return
+                self.wfile.write(payload[i : i + 1])
+                self.wfile.flush()
 
     return Handler
 
@@ -277,12 +293,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--delay", type=float, default=0.0, help="seconds before each chat answer")
     parser.add_argument("--model", default=DEFAULT_MODEL)
+    parser.add_argument(
+        "--mode",
+        choices=("answer", "trickle", "silent", "fail"),
+        default="answer",
+        help="answer validly; send one byte a second; never answer; or answer HTTP 500",
+    )
     args = parser.parse_args(argv)
+    default = {
+        "answer": Reply(rank=True, delay_s=args.delay),
+        "trickle": Reply(rank=True, delay_s=args.delay, trickle_s=1.0),
+        "silent": Reply(rank=True, delay_s=24 * 3600.0),
+        "fail": Reply(status=500, delay_s=args.delay),
+    }[args.mode]
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
-    with OpenAIStandin(
-        default=Reply(rank=True, delay_s=args.delay), model=args.model, host=args.host, port=args.port
-    ) as srv:
+    with OpenAIStandin(default=default, model=args.model, host=args.host, port=args.port) as srv:
         print(srv.url, flush=True)
         with contextlib.suppress(KeyboardInterrupt):
             done.wait()

@@ -5,7 +5,12 @@ from __future__ import annotations
 import importlib
 
 # Modules that declare tables on Base; autogenerate and the drift test must see all of them.
-MODEL_MODULES: tuple[str, ...] = ("app.service.store", "app.service.dashboard.feedback")
+MODEL_MODULES: tuple[str, ...] = (
+    "app.service.store",
+    "app.service.dashboard.feedback",
+    "app.service.history_store",
+    "app.service.ci_runs",
+)
 
 
 def import_models() -> None:

@@ -12,6 +12,7 @@ from app.service.metrics import CONTENT_TYPE
 from app.service.schemas import Health
 
 router = APIRouter(tags=["operations"])
+DATABASE_PING_S = 2.0
 
 
 def package_version() -> str:
@@ -25,16 +26,26 @@ def package_version() -> str:
     "/healthz", response_model=Health, responses={503: {"model": Health, "description": "Database down"}}
 )
 async def healthz(runtime: RuntimeDep, response: Response) -> Health:
-    """Liveness and readiness: database, model server (when configured), batch worker, version."""
+    """Liveness and readiness: database, model server (when configured), batch worker, version.
+
+    Never waits on the model server: its state comes from the last background probe and the
+    circuit breaker, so a hung model server cannot hang the health check.
+    """
     try:
-        await asyncio.to_thread(runtime.store.ping)
+        await asyncio.wait_for(asyncio.to_thread(runtime.store.ping), DATABASE_PING_S)
         database = "ok"
+    except TimeoutError:
+        database = f"error: no answer within {DATABASE_PING_S:g} s"
     except Exception as exc:
         database = f"error: {type(exc).__name__}"
+    circuit, detail = "not configured", ""
     if runtime.client is None:
         model_server = "not configured"
     else:
-        model_server = "ok" if await runtime.client.health() else "unreachable"
+        circuit = runtime.client.breaker.state()
+        model_server = "ok" if runtime.model_reachable and circuit == "closed" else "unreachable"
+        if model_server != "ok":
+            detail = runtime.client.status()
     healthy = database == "ok" and model_server != "unreachable"
     if database != "ok":
         response.status_code = 503
@@ -44,6 +55,10 @@ async def healthz(runtime: RuntimeDep, response: Response) -> Health:
         database=database,
         model_server=model_server,
         worker=runtime.worker_state(),
+        model_circuit=circuit,
+        model_detail=detail,
+        analysis_workers=runtime.pool.size if runtime.pool is not None else 0,
+        analysis_busy=runtime.pool.busy() if runtime.pool is not None else 0,
     )
 
 
@@ -56,7 +71,9 @@ async def healthz(runtime: RuntimeDep, response: Response) -> Health:
 async def metrics(runtime: RuntimeDep) -> Response:
     """Prometheus metrics for this process (queue depth is read from the database at scrape time)."""
     try:
-        runtime.metrics.set_queue_depth(await asyncio.to_thread(runtime.store.queue_depth))
+        depth = await asyncio.wait_for(asyncio.to_thread(runtime.store.queue_depth), DATABASE_PING_S)
+        runtime.metrics.set_queue_depth(depth)
     except Exception:
         runtime.metrics.queue_depth.clear()
+    runtime.metrics.set_runtime_state(runtime.client, runtime.pool)
     return Response(runtime.metrics.render(), media_type=CONTENT_TYPE)

@@ -10,6 +10,7 @@ from fastapi import APIRouter, HTTPException, Path, Query
 
 from app.service.cases import InvalidInput, LimitExceeded, to_case
 from app.service.deps import RuntimeDep
+from app.service.pool import PoolUnavailable
 from app.service.schemas import Status, TriagePage, TriageRequest, TriageResult
 
 log = logging.getLogger(__name__)
@@ -20,7 +21,8 @@ IdPath = Annotated[int, Path(ge=1, le=MAX_ID, description="Triage id")]
 ERRORS: dict[int | str, dict[str, Any]] = {
     401: {"description": "API key missing or wrong (only when keys are configured)"},
     413: {"description": "A size limit was exceeded; the message names the setting"},
-    422: {"description": "Invalid request; the message says what"},
+    422: {"description": "Invalid request, or an input over a cost limit; the message says which"},
+    503: {"description": "No analysis worker could take the request (shutting down, or a worker fault)"},
 }
 
 
@@ -34,11 +36,16 @@ async def create_triage(body: TriageRequest, runtime: RuntimeDep) -> dict[str, A
     except InvalidInput as exc:
         raise HTTPException(422, str(exc)) from None
     request_id = await asyncio.to_thread(runtime.store.create_request, case)
+    inflight = runtime.leases.inflight if runtime.leases is not None else set()
+    inflight.add(request_id)
     try:
         data = await runtime.runner(case)
-    except ValueError as exc:
+    except ValueError as exc:  # AnalysisRejected too: a limit the input exceeded
         await asyncio.to_thread(runtime.store.fail_request, request_id, str(exc))
         raise HTTPException(422, str(exc)) from None
+    except PoolUnavailable as exc:
+        await asyncio.to_thread(runtime.store.fail_request, request_id, str(exc))
+        raise HTTPException(503, str(exc), headers={"Retry-After": "5"}) from None
     except BaseException as exc:
         log.exception("triage failed", extra={"triage_id": request_id})
         reason = (
@@ -48,6 +55,8 @@ async def create_triage(body: TriageRequest, runtime: RuntimeDep) -> dict[str, A
         )
         await asyncio.shield(asyncio.to_thread(runtime.store.fail_request, request_id, reason))
         raise
+    finally:
+        inflight.discard(request_id)
     return await asyncio.to_thread(runtime.store.save_result, request_id, data)
 
 

@@ -8,6 +8,7 @@ scripts/install-browser.sh is tried (root only); if that fails the browser tests
 from __future__ import annotations
 
 import asyncio
+import re
 import subprocess
 from collections.abc import Callable, Coroutine, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -129,3 +130,13 @@ def screenshot(page: Any, name: str) -> Path:
     path = SCREENSHOTS / name
     page.screenshot(path=str(path), full_page=True)
     return path
+
+
+_CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
+
+
+def csrf(client: httpx.Client, page: str = "/submit") -> str:
+    """The form token a browser would send: read from a page (its cookie stays in the client's jar)."""
+    found = _CSRF.search(client.get(page).text)
+    assert found, f"no CSRF field on {page}"
+    return found.group(1)

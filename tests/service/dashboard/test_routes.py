@@ -6,7 +6,7 @@ import re
 
 import httpx
 
-from tests.service.dashboard.conftest import API_KEY, example_files, post_example
+from tests.service.dashboard.conftest import API_KEY, csrf, example_files, post_example
 from tests.service.helpers import Server, example_body
 
 ROW = re.compile(r'<a href="/triage/(\d+)" aria-label="Triage')
@@ -50,12 +50,16 @@ def test_failure_page_escapes_user_text_and_404s(http: httpx.Client) -> None:
 
 def test_feedback_rejects_lines_outside_the_scripts(http: httpx.Client) -> None:
     triage_id = post_example(http)["id"]
+    token = csrf(http)
     for bad in ("0@test_example.py", "25@test_example.py", "3@other.py", "three"):
-        response = http.post(f"/triage/{triage_id}/feedback", data={"line": bad})
+        response = http.post(f"/triage/{triage_id}/feedback", data={"line": bad, "csrf_token": token})
         assert response.status_code == 422 and "do not name a line" in response.text
-    ok = http.post(f"/triage/{triage_id}/feedback", data={"line": ["24@test_example.py"]})
+    ok = http.post(
+        f"/triage/{triage_id}/feedback", data={"line": ["24@test_example.py"], "csrf_token": token}
+    )
     assert ok.status_code == 303 and ok.headers["location"] == f"/triage/{triage_id}?saved=1#feedback"
-    assert http.post("/triage/424242/feedback", data={"line": "1@a.py"}).status_code == 404
+    missing = http.post("/triage/424242/feedback", data={"line": "1@a.py", "csrf_token": token})
+    assert missing.status_code == 404
 
 
 def test_submit_uploads_and_shows_service_errors_on_the_form(http: httpx.Client) -> None:
@@ -64,7 +68,7 @@ def test_submit_uploads_and_shows_service_errors_on_the_form(http: httpx.Client)
         "script_file_0": ("test_example.py", script.encode(), "text/x-python"),
         "log_file": ("failure.log", log.encode(), "text/plain"),
     }
-    data = {"log_functions": "Log.log", "ranker": "heuristic", "k": "2"}
+    data = {"log_functions": "Log.log", "ranker": "heuristic", "k": "2", "csrf_token": csrf(http)}
     done = http.post("/submit", data=data, files=files)
     assert done.status_code == 303
     triage_id = int(done.headers["location"].rsplit("/", 1)[1])
@@ -98,11 +102,14 @@ def test_keys_page_form_cookie_and_checks(keyed_server: Server) -> None:
         assert client.get("/batches/1/progress").status_code == 401
         assert client.get("/batches/1/progress").json()["detail"].startswith("missing or invalid")
 
-        wrong = client.post("/key", data={"api_key": "nope", "next": "/"})
+        token = csrf(client, "/?status=done")
+        wrong = client.post("/key", data={"api_key": "nope", "next": "/", "csrf_token": token})
         assert wrong.status_code == 401 and "not valid" in wrong.text
-        huge = client.post("/key", data={"api_key": "k" * 20_000})
+        huge = client.post("/key", data={"api_key": "k" * 20_000, "csrf_token": token})
         assert huge.status_code == 401 and "too large" in huge.text
-        evil = client.post("/key", data={"api_key": API_KEY, "next": "//evil.example/x"})
+        forged = client.post("/key", data={"api_key": API_KEY, "next": "/", "csrf_token": "x" * 43})
+        assert forged.status_code == 403 and "CSRF" in forged.text
+        evil = client.post("/key", data={"api_key": API_KEY, "next": "//evil.example/x", "csrf_token": token})
         assert evil.status_code == 303 and evil.headers["location"] == "/"
         cookie = evil.headers["set-cookie"].lower()
         assert "httponly" in cookie and "samesite=strict" in cookie and "path=/" in cookie

@@ -154,7 +154,12 @@ def test_evidence_and_rationale_are_shown_per_element(stored: Any) -> None:
         ("traceback", 75, 14, 0),
         ("lexical", 25, None, 0),
     ]
-    assert failure_view(summary, [ranking[0]]).ranking[0].evidence == ()
+    bare = {k: v for k, v in ranking[0].items() if k != "evidence"}
+    assert failure_view(summary, [bare]).ranking[0].evidence == ()
+    # the heuristic's own records: the traceback frame first, pointing at its log line
+    real = failure_view(summary, [ranking[0]]).ranking[0].evidence
+    assert real[0].channel == "traceback" and real[0].file == 0 and real[0].source_line == 11
+    assert 98 <= sum(e.share for e in real) <= 102
 
 
 def test_marks_are_per_path(stored: Any) -> None:

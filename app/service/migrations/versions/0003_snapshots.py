@@ -4,7 +4,7 @@ Triages stored before this revision get an index row (signature, error text, ran
 snapshot; the dashboard computes their snapshot once, the first time their page is opened.
 
 Revision ID: 0003_snapshots
-Revises: 0002_feedback
+Revises: 0004_history
 Create Date: 2026-11-23 16:05:00.000000
 """
 
@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0003_snapshots"
-down_revision: str | None = "0002_feedback"
+down_revision: str | None = "0004_history"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -1,0 +1,117 @@
+"""Input limits measured in what the analysis costs, checked before the analysis starts.
+
+Bytes alone do not bound the work: a 15 KB script of nested calls or a 1.8 MB ``elif`` chain cost
+more than a plain 2 MB script. So a case is also measured in lines, syntax nesting, statements
+and branches per function, each limit named in the error so an operator knows which setting to
+raise. Pure: trees in, ``InputTooCostly`` or nothing out; one iterative pass per tree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # settings import this module; keep it free of the parser at run time
+    from tree_sitter import Tree
+
+    from app.analysis.model import Script
+
+_FUNCTION_TYPES = frozenset({"function_definition", "lambda"})
+_BRANCH_TYPES = frozenset(
+    {
+        "if_statement",
+        "elif_clause",
+        "for_statement",
+        "while_statement",
+        "except_clause",
+        "except_group_clause",
+        "case_clause",
+        "conditional_expression",
+    }
+)
+_BLOCK_TYPES = frozenset({"block"})
+
+
+@dataclass(frozen=True)
+class CostLimits:
+    """Each field is also a ``TCFL_`` setting of the same name."""
+
+    max_script_lines: int = 200_000  # all submitted scripts together
+    max_log_lines: int = 2_000_000
+    max_nesting_depth: int = 100  # nested blocks (if/for/while/try/with/def/class bodies)
+    max_syntax_depth: int = 400  # any syntax nesting: brackets, calls, operators, blocks
+    max_statements_per_function: int = 50_000
+    max_branches_per_function: int = 5_000  # if/elif/for/while/except/case and `x if c else y`
+
+
+class InputTooCostly(ValueError):
+    """The case exceeds a cost limit; the message names the limit and the setting."""
+
+
+def check_text(scripts: Sequence[Script], log: str, limits: CostLimits) -> None:
+    """Line counts, cheap enough to check before a request is even stored."""
+    lines = sum(s.content.count("\n") + 1 for s in scripts)
+    if lines > limits.max_script_lines:
+        raise InputTooCostly(f"the scripts have {lines} lines; max_script_lines={limits.max_script_lines}")
+    log_lines = log.count("\n") + 1
+    if log_lines > limits.max_log_lines:
+        raise InputTooCostly(f"the log has {log_lines} lines; max_log_lines={limits.max_log_lines}")
+
+
+def check_tree(path: str, tree: Tree, limits: CostLimits) -> None:
+    """Nesting, statements and branches of one parsed script; one iterative pass over the tree."""
+    cursor = tree.walk()
+    # per open node: (counted as a block, opened a function)
+    open_nodes: list[tuple[bool, bool]] = []
+    blocks = 0
+    functions: list[list[int]] = [[0, 0]]  # [statements, branches] of each enclosing function
+    while True:
+        node = cursor.node
+        assert node is not None
+        kind = node.type
+        is_block = kind in _BLOCK_TYPES
+        is_function = kind in _FUNCTION_TYPES
+        blocks += is_block
+        depth = len(open_nodes) + 1
+        if depth > limits.max_syntax_depth:
+            raise InputTooCostly(
+                f"{path}:{node.start_point.row + 1}: syntax nested over {limits.max_syntax_depth} deep; "
+                f"max_syntax_depth={limits.max_syntax_depth}"
+            )
+        if blocks > limits.max_nesting_depth:
+            raise InputTooCostly(
+                f"{path}:{node.start_point.row + 1}: blocks nested over {limits.max_nesting_depth} deep; "
+                f"max_nesting_depth={limits.max_nesting_depth}"
+            )
+        counts = functions[-1]
+        if kind.endswith("_statement") or kind.endswith("_clause"):
+            counts[0] += 1
+            if counts[0] > limits.max_statements_per_function:
+                raise InputTooCostly(
+                    f"{path}:{node.start_point.row + 1}: a function with over "
+                    f"{limits.max_statements_per_function} statements; "
+                    f"max_statements_per_function={limits.max_statements_per_function}"
+                )
+        if kind in _BRANCH_TYPES:
+            counts[1] += 1
+            if counts[1] > limits.max_branches_per_function:
+                raise InputTooCostly(
+                    f"{path}:{node.start_point.row + 1}: a function with over "
+                    f"{limits.max_branches_per_function} branches; "
+                    f"max_branches_per_function={limits.max_branches_per_function}"
+                )
+        if is_function:
+            functions.append([0, 0])
+        open_nodes.append((is_block, is_function))
+        if cursor.goto_first_child():
+            continue
+        while True:  # close this node, then move on to its next sibling or close its parent
+            closed_block, closed_function = open_nodes.pop()
+            blocks -= closed_block
+            if closed_function:
+                functions.pop()
+            if cursor.goto_next_sibling():
+                break
+            if not cursor.goto_parent():
+                return

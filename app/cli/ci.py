@@ -1,0 +1,143 @@
+"""``tcfl ci``: triage every failed test a CI job reported, grouped by failure signature.
+
+Exit status: 0 when every failed test was triaged (or none failed), 1 when some could not be
+(each is named on stderr), 2 on usage errors (bad arguments, unreadable results files).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import tempfile
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from app.cli import UsageError
+from app.emit import FORMATS
+from app.ingest import FORMATS as RESULT_FORMATS
+from app.ingest import IngestError, Results, merge, read_folder, read_results
+from app.ingest.archive import extract, is_archive
+from app.ingest.resolve import Checkout
+from app.localize.llm import ModelClient
+from app.localize.result import RANKERS, TriageOptions
+from app.settings import get_settings
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("ci", help="triage every failed test of a CI job's results, grouped by signature")
+    p.add_argument(
+        "results",
+        nargs="+",
+        metavar="RESULTS",
+        help="JUnit XML, pytest --report-log JSONL, an avocado job folder, a subunit v2 stream, "
+        "a job log, or a .tar.gz/.zip holding them",
+    )
+    p.add_argument(
+        "--root", metavar="DIR", help="the checkout the tests ran from (default: the current folder)"
+    )
+    p.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
+    p.add_argument("--out", metavar="FILE", help="write the output here instead of standard output")
+    p.add_argument("--results-format", choices=RESULT_FORMATS, default="auto", help="default: detect")
+    p.add_argument("--level", help="function, block (default) or line")
+    p.add_argument("-k", type=int, metavar="N", help="elements to rank per failed test (default: 5)")
+    p.add_argument("--trace", metavar="VARIANT", help="trace variant (default: tplus)")
+    p.add_argument(
+        "--ranker", choices=RANKERS, default="auto", help="auto = the model when one is configured"
+    )
+    p.add_argument("--model-url", metavar="URL", help="OpenAI-compatible base URL ending in /v1")
+    p.add_argument("--log-function", action="append", default=[], metavar="PATTERN", help="extra log callee")
+    p.add_argument("--log-format", metavar="NAME_OR_REGEX", help="log prefix format (default: detect)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        settings = get_settings()
+    except ValidationError as exc:
+        raise UsageError(
+            f"invalid TCFL_* setting: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}"
+        ) from exc
+    options = TriageOptions(
+        level=args.level or settings.default_level,
+        k=settings.default_k if args.k is None else args.k,
+        trace=args.trace or settings.default_trace,
+        ranker=args.ranker,
+        log_functions=(*settings.extra_log_functions(), *args.log_function),
+        output_format=settings.output_format,
+        log_format=args.log_format or settings.log_format,
+    )
+    try:
+        options = options.validated()
+        client = (
+            None
+            if args.ranker == "heuristic"
+            else ModelClient.from_settings(settings, model_url=args.model_url)
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+    if args.ranker == "llm" and client is None:
+        raise UsageError("--ranker llm needs a model server: pass --model-url or set TCFL_MODEL_URL")
+    with tempfile.TemporaryDirectory(prefix="tcfl-ci-") as work:
+        root = _root(args.root, Path(work) / "root")
+        results = _read_all(args.results, args.results_format, Path(work) / "results")
+        checkout = Checkout.scan(root)
+        report = asyncio.run(_triage(results, checkout, options, client, settings.max_files_per_case))
+    from app.emit import emit
+
+    text = emit(report, args.format)
+    if args.out:
+        try:
+            Path(args.out).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot write {args.out}: {exc.strerror}") from None
+    else:
+        sys.stdout.write(text)
+    for item in report.untriaged:
+        print(f"tcfl ci: not triaged: {item.run.test_id}: {item.problem}", file=sys.stderr)
+    return 1 if report.untriaged else 0
+
+
+async def _triage(results, checkout, options, client, max_files):  # type: ignore[no-untyped-def]
+    from app.ci import triage_results
+
+    try:
+        return await triage_results(results, checkout, options, client, max_files=max_files)
+    finally:
+        if client is not None:
+            await client.aclose()
+
+
+def _root(name: str | None, work: Path) -> Path:
+    if name is None:
+        return Path.cwd()
+    path = Path(name)
+    if path.is_file() and is_archive(path.name):
+        try:
+            extract(path.read_bytes(), work, name=name)
+        except IngestError as exc:
+            raise UsageError(str(exc)) from None
+        return work
+    if not path.is_dir():
+        raise UsageError(f"--root {name}: not a folder (or a .tar.gz/.zip checkout)")
+    return path
+
+
+def _read_all(names: list[str], fmt: str, work: Path) -> Results:
+    """Every results file named, archives unpacked into the work folder first."""
+    parts: list[Results] = []
+    for n, name in enumerate(names):
+        path = Path(name)
+        try:
+            if path.is_file() and is_archive(path.name):
+                folder = work / str(n)
+                extract(path.read_bytes(), folder, name=name)
+                parts.extend(read_folder(folder, fmt, name))
+            else:
+                parts.append(read_results(path, fmt))
+        except IngestError as exc:
+            raise UsageError(str(exc)) from None
+        except OSError as exc:
+            raise UsageError(f"{name}: cannot read ({exc.strerror})") from None
+    return merge(parts)

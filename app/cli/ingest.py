@@ -1,0 +1,59 @@
+"""`tcfl ingest RUNS.jsonl`: record CI runs (passes too) in the database, idempotently."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from app.cli import UsageError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("ingest", help="record CI runs (one JSON run record per line) for history")
+    p.add_argument(
+        "runs", type=Path, metavar="RUNS.jsonl", help="run records: test_id, verdict, ... per line"
+    )
+    p.add_argument("--db", metavar="URL", help="database URL (default TCFL_DATABASE_URL, else ./tcfl.db)")
+    p.add_argument("--json", action="store_true", help="print each stored run's id, version and err_sig")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from app.history.records import parse_run
+    from app.service.history_store import HistoryStore
+    from app.service.store import Store, safe_url
+    from app.settings import get_settings
+
+    try:
+        text = args.runs.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read {args.runs}: {exc}") from exc
+    records = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            records.append(parse_run(json.loads(line)))
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"{args.runs}:{n}: not JSON ({exc.msg})") from None
+        except ValueError as exc:
+            raise UsageError(f"{args.runs}:{n}: {exc}") from None
+    if not records:
+        raise UsageError(f"{args.runs} holds no run record")
+    url = args.db or get_settings().database_url
+    try:
+        store = Store.open(url)
+    except Exception as exc:
+        raise UsageError(f"cannot open the database {safe_url(url)}: {type(exc).__name__}: {exc}") from exc
+    try:
+        created = HistoryStore(store).add_runs(records)
+    finally:
+        store.close()
+    if args.json:
+        print(json.dumps({"runs": created}, indent=1))
+    else:
+        new = sum(not c["duplicate"] for c in created)
+        print(f"{new} runs stored, {len(created) - new} already known", file=sys.stderr)
+    return 0

@@ -1,0 +1,31 @@
+"""One emitter per ``--format``: a CI report in, text for where CI users already look.
+
+Each module has ``render(report) -> str``; emitters read the report and never triage.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from app.ci import CiReport
+
+FORMATS: tuple[str, ...] = ("text", "json", "markdown", "github", "junit", "sarif")
+SUFFIXES: dict[str, str] = {
+    "text": ".txt",
+    "json": ".json",
+    "markdown": ".md",
+    "github": ".github.txt",
+    "junit": ".junit.xml",
+    "sarif": ".sarif",
+}
+
+
+def emit(report: CiReport, fmt: str) -> str:
+    if fmt not in FORMATS:
+        raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    module = importlib.import_module(f"app.emit.{'json_' if fmt == 'json' else fmt}")
+    return module.render(report)
+
+
+def span(start: int, end: int) -> str:
+    return f"{start}" if start == end else f"{start}-{end}"

@@ -1,0 +1,278 @@
+"""Finding a failed test's scripts in a checkout: test ids, printed paths and imports to files.
+
+CI results name files as the job's machine saw them (absolute paths of another machine, paths
+relative to some rootdir, dotted module names). Each is matched to the checkout by the longest
+common path suffix, whole components only; a tie, or a same-named file elsewhere, is a warning
+that names both. Local helper modules the scripts import from the checkout come along, so the
+trace can follow calls into them.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from app.analysis.logparse import parse_log
+from app.analysis.model import Script
+from app.ingest.base import TestRun
+
+SKIP_DIRS = frozenset(
+    {
+        ".git",
+        ".hg",
+        ".svn",
+        ".venv",
+        "venv",
+        ".tox",
+        ".nox",
+        "node_modules",
+        "__pycache__",
+        "site-packages",
+        ".stestr",
+        ".pytest_cache",
+        ".mypy_cache",
+        "build",
+        "dist",
+    }
+)
+MAX_INDEXED_FILES = 50_000
+MAX_SCRIPT_BYTES = 5_000_000
+HELPER_DEPTH = 3
+_PY_IN_ID = re.compile(r"^(?P<path>[^:;\s]+\.py)(?:::|:|$)")
+_IMPORT_LINE = re.compile(
+    r"^\s*(?:from\s+(?P<from>[\w.]+)\s+import\s+(?P<names>[\w, ()]+)|import\s+(?P<mods>[\w., ]+))"
+)
+_FOREIGN = re.compile(r"(?:^|/)(?:site-packages|dist-packages|lib/python\d[\d.]*)/")
+
+
+@dataclass
+class Checkout:
+    """The Python files of one checkout, indexed by file name for suffix matching."""
+
+    root: Path
+    by_name: dict[str, list[tuple[str, ...]]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    @classmethod
+    def scan(cls, root: Path) -> Checkout:
+        checkout = cls(root.resolve())
+        count = 0
+        for folder, dirs, files in os.walk(checkout.root):
+            dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.endswith(".egg-info"))
+            rel = Path(folder).relative_to(checkout.root).parts
+            for name in sorted(files):
+                if not name.endswith(".py"):
+                    continue
+                count += 1
+                if count > MAX_INDEXED_FILES:
+                    checkout.warnings.append(
+                        f"{root}: more than {MAX_INDEXED_FILES} Python files; the rest were not indexed"
+                    )
+                    return checkout
+                checkout.by_name.setdefault(name, []).append((*rel, name))
+        return checkout
+
+    def has(self, rel: str) -> bool:
+        parts = tuple(PurePosixPath(rel).parts)
+        return bool(parts) and parts in self.by_name.get(parts[-1], [])
+
+    def match(self, printed: str, *, guess: bool = False) -> tuple[str | None, list[str]]:
+        """The checkout file ``printed`` names (relative posix path), and warnings.
+
+        A match needs one path to be a whole-component suffix of the other. ``guess`` marks
+        candidates derived from ids (``a.b.C`` -> ``a/b/C.py``): those are silent when absent.
+        """
+        comps = _components(printed)
+        if not comps:
+            return None, []
+        candidates = self.by_name.get(comps[-1], [])
+        best_len, best = 0, []
+        for parts in candidates:
+            common = 0
+            for a, b in zip(reversed(comps), reversed(parts), strict=False):
+                if a != b:
+                    break
+                common += 1
+            if common < min(len(comps), len(parts)):
+                continue
+            if common > best_len:
+                best_len, best = common, [parts]
+            elif common == best_len:
+                best.append(parts)
+        if not best:
+            return None, []
+        chosen = "/".join(best[0])
+        warnings: list[str] = []
+        if len(best) > 1:
+            others = ", ".join("/".join(p) for p in best[1:3])
+            warnings.append(
+                f"{printed} is ambiguous in the checkout: {chosen} and {others} both match; using {chosen}"
+            )
+        elif not guess and len(candidates) > 1:
+            others = ", ".join("/".join(p) for p in candidates if p != best[0])[:300]
+            warnings.append(f"{printed} matched {chosen}; a same-named file is also at {others}")
+        return chosen, warnings
+
+    def read(self, rel: str) -> str | None:
+        path = self.root / rel
+        try:
+            if path.stat().st_size > MAX_SCRIPT_BYTES:
+                return None
+            data = path.read_bytes()
+        except OSError:
+            return None
+        if data.startswith(b"\xef\xbb\xbf"):
+            data = data[3:]
+        return data.decode("utf-8", "replace").replace("\x00", "")
+
+
+def _components(path: str) -> list[str]:
+    cleaned = path.strip().strip("\"'").replace("\\", "/")
+    return [c for c in cleaned.split("/") if c and c not in (".", "..")]
+
+
+def id_paths(test_id: str) -> list[str]:
+    """Files a test id may name: ``a/b.py::T::t``, ``b.py:T.t`` (avocado), ``a.b.T.t`` (unittest)."""
+    found = _PY_IN_ID.match(test_id)
+    if found:
+        return [found.group("path")]
+    dotted = test_id.split("[", 1)[0].split(";", 1)[0].split(" ", 1)[0]
+    parts = dotted.split(".")
+    return [
+        f"{'/'.join(parts[:n])}.py"
+        for n in range(len(parts), 0, -1)
+        if all(p.isidentifier() for p in parts[:n])
+    ]
+
+
+def find_scripts(run: TestRun, checkout: Checkout, *, max_files: int = 20) -> tuple[list[Script], list[str]]:
+    """The run's scripts (the test file first, traceback files next, then imported helpers)."""
+    warnings: list[str] = []
+    chosen: list[str] = []
+
+    def take(printed: str, *, guess: bool) -> None:
+        if _FOREIGN.search(printed.replace("\\", "/")):
+            return
+        if (
+            Path(printed).is_absolute()
+            and Path(printed).exists()
+            and not _inside(Path(printed), checkout.root)
+        ):
+            return  # a real file of this machine outside the checkout: the standard library, a venv
+        rel, w = checkout.match(printed, guess=guess)
+        if rel is not None and rel not in chosen:
+            chosen.append(rel)
+            warnings.extend(w)
+
+    for printed in run.script_paths:
+        take(printed, guess=False)
+    for printed in id_paths(run.test_id):
+        take(printed, guess=True)
+    for frame in parse_log(run.log).frames if run.log else ():
+        take(frame.path, guess=False)
+    if not chosen:
+        return [], warnings
+    for helper in _helpers(chosen, checkout):
+        if helper not in chosen:
+            chosen.append(helper)
+    if len(chosen) > max_files:
+        warnings.append(f"{len(chosen)} files found for {run.test_id}; kept the first {max_files}")
+        chosen = chosen[:max_files]
+    scripts = []
+    for rel in chosen:
+        content = checkout.read(rel)
+        if content is None:
+            warnings.append(f"{rel}: unreadable or too large; left out")
+            continue
+        scripts.append(Script(rel, content))
+    return scripts, list(dict.fromkeys(warnings))
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        return path.resolve().is_relative_to(root)
+    except OSError:
+        return False
+
+
+def _helpers(scripts: list[str], checkout: Checkout) -> list[str]:
+    """Modules the scripts import that live in the checkout, transitively to HELPER_DEPTH."""
+    found: list[str] = []
+    frontier = list(scripts)
+    seen = set(scripts)
+    for _ in range(HELPER_DEPTH):
+        following: list[str] = []
+        for rel in frontier:
+            content = checkout.read(rel)
+            if content is None:
+                continue
+            for module, level in imports(content):
+                for candidate in _module_files(rel, module, level, checkout):
+                    if candidate not in seen:
+                        seen.add(candidate)
+                        found.append(candidate)
+                        following.append(candidate)
+        frontier = following
+        if not frontier:
+            break
+    return found
+
+
+def imports(source: str) -> list[tuple[str, int]]:
+    """(module, level) for every import; ``from a import b`` yields ``a`` and ``a.b``."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return _imports_by_line(source)
+    out: list[tuple[str, int]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.extend((alias.name, 0) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if base:
+                out.append((base, node.level))
+            out.extend((f"{base}.{alias.name}" if base else alias.name, node.level) for alias in node.names)
+    return out
+
+
+def _imports_by_line(source: str) -> list[tuple[str, int]]:
+    out: list[tuple[str, int]] = []
+    for line in source.splitlines():
+        m = _IMPORT_LINE.match(line)
+        if not m:
+            continue
+        if m.group("from"):
+            base = m.group("from")
+            out.append((base, 0))
+            names = m.group("names").replace("(", " ").replace(")", " ")
+            out.extend((f"{base}.{n.strip()}", 0) for n in names.split(",") if n.strip().isidentifier())
+        else:
+            out.extend((mod.strip().split(" ")[0], 0) for mod in m.group("mods").split(",") if mod.strip())
+    return out
+
+
+def _module_files(script: str, module: str, level: int, checkout: Checkout) -> Iterable[str]:
+    """Checkout files for an import, looked up from the script's folder up to the root (sys.path-like)."""
+    parts = [p for p in module.split(".") if p]
+    if not parts:
+        return []
+    here = PurePosixPath(script).parent
+    if level:
+        bases = [here.parents[level - 2] if level > 1 and len(here.parents) >= level - 1 else here]
+    else:
+        bases = [here, *here.parents]
+    out = []
+    for base in bases:
+        stem = base.joinpath(*parts)
+        for candidate in (f"{stem}.py", f"{stem}/__init__.py"):
+            candidate = candidate.removeprefix("./")
+            if checkout.has(candidate):
+                out.append(candidate)
+        if out:
+            break
+    return out

@@ -1,0 +1,97 @@
+"""subunit v2 streams, as stestr and tempest write them (``.stestr/N``, ``stestr last --subunit``).
+
+Decoded with python-subunit into testtools' per-test dicts; a test's attachments (traceback,
+stdout, stderr, pythonlogging) become its log, captured output first.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from typing import Any
+
+from subunit import ByteStreamToStreamResult
+from testtools import StreamToDict
+
+from app.ingest.base import MAX_TESTS, IngestError, TestRun, split_params
+
+FORMAT = "subunit"
+SIGNATURE = 0xB3  # first byte of every subunit v2 packet
+_STATUS = {"success": "pass", "fail": "fail", "skip": "skip", "xfail": "pass", "uxsuccess": "fail"}
+_ORDER = ("pythonlogging", "stdout", "stderr", "traceback")
+_EXCEPTION = re.compile(r"^(?:[A-Za-z_][\w.]*)(?:Error|Exception|Failure|Exit|Interrupt)\b.*$")
+
+
+def sniff(head: bytes) -> bool:
+    return bool(head) and head[0] == SIGNATURE
+
+
+def parse(data: bytes, name: str = "stream.subunit") -> list[TestRun]:
+    tests: list[dict[str, Any]] = []
+    result = StreamToDict(tests.append)
+    result.startTestRun()
+    if data[:5] in (b"time:", b"test:", b"tags:") or data[:9] == b"progress:":
+        raise IngestError(
+            f"{name}: a subunit v1 stream; convert it with subunit-1to2 or use `stestr last --subunit`"
+        )
+    try:
+        ByteStreamToStreamResult(io.BytesIO(data), non_subunit_name="stdout").run(_Events(result))
+    except Exception as exc:  # the decoder raises plain exceptions on corrupt packets
+        raise IngestError(f"{name}: not a readable subunit v2 stream ({type(exc).__name__}: {exc})") from None
+    finally:
+        result.stopTestRun()
+    runs = [_run(t) for t in tests if t.get("id") and t.get("status") not in (None, "exists", "inprogress")]
+    if not runs and data and not sniff(data[:1]):
+        raise IngestError(f"{name}: not a subunit v2 stream")
+    if len(runs) > MAX_TESTS:
+        raise IngestError(f"{name}: more than {MAX_TESTS} tests")
+    return runs
+
+
+class _Events:
+    """Forwards test events to the dict builder; the stream's non-subunit bytes are dropped."""
+
+    def __init__(self, target: StreamToDict) -> None:
+        self.target = target
+
+    def status(self, test_id: str | None = None, **kwargs: Any) -> None:
+        if test_id is None:
+            return
+        self.target.status(test_id=test_id, **kwargs)
+
+
+def _run(test: dict[str, Any]) -> TestRun:
+    test_id = str(test["id"])
+    verdict = _STATUS.get(str(test.get("status")), "error")
+    details = test.get("details") or {}
+    parts: list[str] = []
+    traceback = ""
+    for key in sorted(details, key=lambda k: (_ORDER.index(k) if k in _ORDER else len(_ORDER), k)):
+        try:
+            text = details[key].as_text()
+        except Exception:  # a binary attachment
+            continue
+        if not text.strip():
+            continue
+        if key == "traceback":
+            traceback = text
+        parts.append(f"{key}:\n{text.rstrip()}")
+    error = ""
+    for line in reversed(traceback.splitlines()):
+        if _EXCEPTION.match(line.strip()):
+            error = line.strip()
+            break
+    timestamps = test.get("timestamps") or (None, None)
+    duration = None
+    if timestamps[0] is not None and timestamps[1] is not None:
+        duration = (timestamps[1] - timestamps[0]).total_seconds()
+    _, params = split_params(test_id)
+    return TestRun(
+        test_id=test_id,
+        verdict=verdict,
+        log="\n".join(parts) if verdict != "pass" else "",
+        error=error,
+        duration_s=duration,
+        suite="subunit",
+        params=params,
+    )

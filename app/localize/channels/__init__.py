@@ -1,0 +1,69 @@
+"""The heuristic ranker's evidence channels, one module per kind of evidence.
+
+Every channel reads the analysis (never the raw log) and returns, per statement id, its best
+``Signal``: a strength in [0, 1], one sentence for a person, and the log text it came from.
+``app.localize.heuristic`` weighs the channels and turns signals into ``Evidence`` records.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.analysis.model import Analysis, Function, Loc, Statement
+from app.localize.channels.facts import Facts, build_facts, sid_of_line
+
+
+@dataclass(frozen=True, slots=True)
+class Signal:
+    value: float  # strength in [0, 1] before the channel's weight
+    detail: str
+    source: str | None = None  # log text or frame it was read from
+    source_line: int | None = None  # that text's 1-based line in the log
+
+
+Scores = dict[int, Signal]
+
+
+def put(scores: Scores, sid: int, signal: Signal) -> None:
+    """Keep the strongest signal per statement."""
+    if signal.value > 0 and (sid not in scores or signal.value > scores[sid].value):
+        scores[sid] = signal
+
+
+@dataclass(frozen=True)
+class Context:
+    """What every channel reads: the analysis plus shared indexes built once per ranking."""
+
+    analysis: Analysis
+    facts: Facts
+    sid_of_line: dict[Loc, int]
+    kept: frozenset[Loc]
+    functions: dict[str, Function]
+    by_name: dict[str, tuple[str, ...]]  # simple function name -> fids
+
+    @classmethod
+    def build(cls, analysis: Analysis, variant: str) -> Context:
+        program = analysis.program
+        by_name: dict[str, list[str]] = {}
+        for function in program.functions:
+            by_name.setdefault(function.name, []).append(function.fid)
+        return cls(
+            analysis=analysis,
+            facts=build_facts(program, analysis.trees),
+            sid_of_line=sid_of_line(program),
+            kept=analysis.traces[variant].kept,
+            functions={f.fid: f for f in program.functions},
+            by_name={k: tuple(v) for k, v in by_name.items()},
+        )
+
+    @property
+    def statements(self) -> tuple[Statement, ...]:
+        return self.analysis.program.statements
+
+    @property
+    def message(self) -> str:
+        return self.analysis.log.error_message
+
+    def is_kept(self, sid: int) -> bool:
+        stmt = self.statements[sid]
+        return Loc(stmt.path, stmt.start_line) in self.kept

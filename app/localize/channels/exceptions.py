@@ -1,0 +1,202 @@
+"""The exception's kind, mapped to the code that should have prevented it; and code smells.
+
+Each rule pairs a property of the failure text (an exception name, errno text or message
+shape, searched with plain substring tests) with a property of statements that could have
+prevented it: FileNotFoundError -> path construction and existence checks; IndexError ->
+indexing and emptiness checks; KeyError -> key access and membership tests; ``'NoneType'
+object has no attribute`` -> bindings that can be None; TypeError on arguments -> the callee's
+definition and call sites; timeouts -> timeout/wait/retry arguments; ValueError on parsing ->
+split/int/float conversions; NameError/ImportError -> imports and the definitions of the name;
+AttributeError of a module -> its import. Statements in the failing function count more.
+
+Smells are almost always faults: ``is`` with a literal, a comparison with the string
+``'None'``/``'True'``/``'False'``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from app.analysis.model import StmtKind
+from app.localize.channels import Context, Scores, Signal, put
+
+CONDITIONAL = frozenset(
+    {StmtKind.IF, StmtKind.ELIF, StmtKind.ELSE, StmtKind.EXCEPT, StmtKind.FOR, StmtKind.WHILE}
+)
+
+LOCAL = 1.0  # a statement of the failing function, at or before the failing line
+ELSEWHERE = 0.4
+_PATH = re.compile(
+    r"os\.path\.|\bjoin\(|get_data\(|chdir\(|\bopen\(|exists\(|isfile\(|isdir\(|Path\(|[\"'][\w.-]*/"
+)
+_INDEX = re.compile(r"\w\[-?\d+\]|\blen\(|\[0\]|\.pop\(")
+_KEY = re.compile(r"\w\[[\"'\w]|\bif\b[^\n]*\bin\b|\.get\(|\.keys\(|\.pop\(")
+_NONE = re.compile(r"\bNone\b|\.get\(|\.search\(|\.match\(|get_\w+\(")
+_TIMEOUT = re.compile(r"timeout|wait|retry|retries|sleep|interval|delay|poll", re.IGNORECASE)
+_PARSE = re.compile(r"\.split\(|\bint\(|\bfloat\(|\.strip\(|\.partition\(|re\.\w+\(|\bjson\.loads\(")
+_VIEW = re.compile(r"\.keys\(|\.values\(|\.items\(|\bmap\(|\bfilter\(|\bzip\(|\brange\(|\breversed\(")
+_ARITH_TYPE = re.compile(r"\s/\s|\bfloat\(|\bstr\(|\bint\(|\.read\(|\.decode\(|\.encode\(")
+
+Rule = tuple[Callable[[str], bool], re.Pattern[str], str]
+
+
+def _has(*phrases: str) -> Callable[[str], bool]:
+    return lambda text: any(p in text for p in phrases)
+
+
+RULES: tuple[Rule, ...] = (
+    (_has("FileNotFoundError", "No such file", "ENOENT", "does not exist"), _PATH, "builds or checks a path"),
+    (_has("IndexError", "index out of range"), _INDEX, "indexes a sequence or checks its length"),
+    (_has("KeyError"), _KEY, "reads a key or tests membership"),
+    (_has("'NoneType' object", "NoneType"), _NONE, "binds a value that can be None"),
+    (
+        _has("is not subscriptable", "object is not an iterator"),
+        _VIEW,
+        "produces a view or iterator, not a list",
+    ),
+    (_has("Timeout", "timed out", "timeout", "TimeoutError"), _TIMEOUT, "sets a timeout, wait or retry"),
+    (
+        _has("invalid literal for", "could not convert", "unpack", "ValueError"),
+        _PARSE,
+        "parses or converts text",
+    ),
+    (
+        _has(
+            "object cannot be interpreted as",
+            "unsupported operand",
+            "must be str",
+            "bytes-like",
+            "not bytes",
+            "not str",
+        ),
+        _ARITH_TYPE,
+        "produces a value of the wrong type",
+    ),
+)
+
+
+def exception_scores(ctx: Context, site: int | None) -> Scores:
+    scores: Scores = {}
+    text = ctx.message[:4000]
+    if not text.strip():
+        return scores
+    headline = text.strip().splitlines()[0][:200]
+    local = ctx.statements[site].function if site is not None else None
+    before = ctx.statements[site].start_line if site is not None else 0
+    for applies, code, what in RULES:
+        if not applies(text):
+            continue
+        for sid, body in ctx.facts.text.items():
+            if ctx.is_kept(sid) and code.search(body):
+                stmt = ctx.statements[sid]
+                near = stmt.function == local and stmt.start_line <= before  # ran on the way to the failure
+                value = LOCAL if near else ELSEWHERE
+                put(scores, sid, Signal(value, f"{what}, what this kind of error comes from", headline))
+    _names(ctx, text, headline, scores)
+    if site is not None and "'NoneType' object" in text:
+        _none_guard(ctx, site, headline, scores)
+    return scores
+
+
+def _none_guard(ctx: Context, site: int, headline: str, scores: Scores) -> None:
+    """A value was None at the failing line: the condition that let it through, and where it was bound."""
+    from app.localize.channels.dataflow import definitions, guards
+
+    for guard, value in guards(ctx, site)[:2]:
+        put(
+            scores,
+            guard,
+            Signal(value, "lets the failing line run without testing the value for None", headline),
+        )
+    use = ctx.statements[site]
+    for name in ctx.facts.uses.get(site, ()):
+        for sid in definitions(ctx, name, use)[:4]:
+            if not ctx.facts.imports.get(sid):
+                put(
+                    scores,
+                    sid,
+                    Signal(0.9, f"binds `{name.removeprefix('attr:')}`, None at the failing line", headline),
+                )
+
+
+def _names(ctx: Context, text: str, headline: str, scores: Scores) -> None:
+    """Errors naming a name: where it is (not) defined, imported or called."""
+    facts = ctx.facts
+    missing = re.search(r"No module named '([\w.]+)'|cannot import name '(\w+)'", text)
+    if missing:
+        wanted = (missing.group(1) or missing.group(2)).split(".")[0]
+        for sid, body in facts.text.items():
+            if facts.imports.get(sid) and wanted in body:
+                put(
+                    scores, sid, Signal(1.0, f"imports `{wanted}`, which the error says is missing", headline)
+                )
+    module = re.search(r"module '([\w.]+)' has no attribute '(\w+)'", text)
+    if module:
+        base, attr = module.group(1).split(".")[-1], module.group(2)
+        for sid, body in facts.text.items():
+            if f".{attr}" in body and ctx.is_kept(sid):
+                put(scores, sid, Signal(0.9, f"uses `{attr}` of a module that lacks it", headline))
+            elif facts.imports.get(sid) and base in body:
+                put(scores, sid, Signal(0.7, f"imports `{base}`, the module without `{attr}`", headline))
+    attribute = re.search(r"object has no attribute '(\w+)'", text)
+    if attribute and not module and "NoneType" not in text:
+        _missing_attribute(ctx, attribute.group(1), headline, scores)
+    undefined = re.search(
+        r"name '(\w+)' is not defined|local variable '(\w+)' referenced|cannot access local variable '(\w+)'",
+        text,
+    )
+    if undefined:
+        name = next(g for g in undefined.groups() if g)
+        for sid, names in facts.defs.items():
+            if name not in names:
+                continue
+            mutation = name in facts.uses.get(sid, ())  # ``x.append(...)``, ``x += 1``: x was bound before
+            put(
+                scores,
+                sid,
+                Signal(0.5 if mutation else 0.9, f"defines `{name}`, which did not reach its use", headline),
+            )
+            guard = ctx.statements[sid].parent
+            if not mutation and guard is not None and ctx.statements[guard].kind in CONDITIONAL:
+                put(scores, guard, Signal(0.9, f"defines `{name}` only under this condition", headline))
+        for sid, names in facts.imports.items():
+            if names:
+                put(scores, sid, Signal(0.3, f"an import: `{name}` may be missing here", headline))
+    args = re.search(r"(\w+)\(\) (?:takes|missing|got an unexpected keyword|got multiple values)", text)
+    if args:
+        callee = args.group(1)
+        for fid in ctx.by_name.get(callee, ()):
+            function = ctx.functions[fid]
+            if function.statements:
+                put(
+                    scores,
+                    function.statements[0],
+                    Signal(0.6, f"in {callee}(), whose signature the call does not fit", headline),
+                )
+        for sid in facts.call_sites.get(callee, ()):
+            put(scores, sid, Signal(1.0, f"calls {callee}() with arguments it does not accept", headline))
+
+
+def _missing_attribute(ctx: Context, name: str, headline: str, scores: Scores) -> None:
+    """An object lacks ``name``: set only under a condition (the condition and the setter), or set
+    nowhere (its reads are the fault: a wrong name)."""
+    facts = ctx.facts
+    setters = [sid for sid, names in facts.defs.items() if f"attr:{name}" in names]
+    for sid in setters:
+        put(scores, sid, Signal(0.8, f"sets `{name}`, which the object lacked when it was read", headline))
+        guard = ctx.statements[sid].parent
+        if guard is not None and ctx.statements[guard].kind in CONDITIONAL:
+            put(scores, guard, Signal(1.0, f"sets `{name}` only under this condition", headline))
+    if not setters:
+        for sid, names in facts.uses.items():
+            if f"attr:{name}" in names and ctx.is_kept(sid):
+                put(scores, sid, Signal(1.0, f"reads `{name}`, which nothing in the scripts sets", headline))
+
+
+def smell_scores(ctx: Context) -> Scores:
+    scores: Scores = {}
+    for sid, smells in ctx.facts.smells.items():
+        if smells and ctx.is_kept(sid):
+            put(scores, sid, Signal(1.0, smells[0]))
+    return scores

@@ -1,0 +1,500 @@
+"""Static facts the ranking channels share: def-use per statement, calls, literals, smells.
+
+One iterative walk over the tree-sitter syntax tree of each script (scripts can nest hundreds
+of levels deep, so no recursion), folded per statement. Everything is keyed by statement id.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from tree_sitter import Node, Parser, Tree
+
+from app.analysis.model import Loc, Program
+from app.analysis.source import language
+
+MIN_LITERAL = 8  # shortest one-word string-literal piece worth looking for in a message
+MAX_LITERAL_TEXT = 200  # longer literals are data, not values a log would echo
+IGNORED_NAMES = frozenset({"self", "cls", "True", "False", "None"})
+MUTATORS = frozenset(
+    {"append", "extend", "insert", "remove", "pop", "update", "setdefault", "add", "discard", "clear", "sort"}
+)
+LITERAL_TYPES = frozenset(
+    {
+        "string",
+        "concatenated_string",
+        "integer",
+        "float",
+        "true",
+        "false",
+        "none",
+        "list",
+        "dictionary",
+        "tuple",
+    }
+)
+REGEX_IN_LITERAL = re.compile(r"\w\|\w|\.\*|\\[ds]|^\^|\$$")  # alternation, wildcards, anchors
+ORDERINGS = frozenset({"==", "!=", "<", ">", "<=", ">="})
+NUMERIC_CALLS = frozenset({"int", "len", "float", "round", "abs", "sum"})
+SIMPLE_LITERALS = {"none": "None", "true": "True", "false": "False"}
+FORMAT_HOLE = re.compile(r"%(?:\([^)]*\))?[-#0 +]*(?:\d+|\*)?(?:\.\d+)?[a-zA-Z%]|\{[^{}]*\}|\\[ntr]")
+
+
+@dataclass(frozen=True)
+class Call:
+    callee: str  # simple name: ``f`` for ``f(x)`` and ``obj.f(x)``
+    via_attribute: bool
+    args: tuple[frozenset[str], ...]  # names read by each positional argument
+    keywords: tuple[tuple[str, frozenset[str]], ...]
+    receiver: str = ""  # ``obj`` of ``obj.f(x)`` when it is a plain name or ``self``
+
+
+@dataclass(frozen=True)
+class Template:
+    """A formatted string of the code: its literal pieces and the names each hole reads."""
+
+    pieces: tuple[str, ...]  # len(holes) + 1 pieces, possibly empty
+    holes: tuple[frozenset[str], ...]
+
+
+@dataclass
+class LineFacts:
+    defs: set[str] = field(default_factory=set)
+    imports: set[str] = field(default_factory=set)
+    uses: set[str] = field(default_factory=set)
+    calls: list[Call] = field(default_factory=list)
+    literals: list[str] = field(default_factory=list)
+    binds: list[tuple[str, str]] = field(default_factory=list)  # (name, literal value) bound here
+    templates: list[Template] = field(default_factory=list)
+    smells: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Facts:
+    """Def-use facts per statement, parameters per function, call sites per callee name."""
+
+    defs: dict[int, frozenset[str]]
+    imports: dict[int, frozenset[str]]
+    uses: dict[int, frozenset[str]]
+    calls: dict[int, tuple[Call, ...]]
+    params: dict[str, tuple[str, ...]]  # fid -> parameter names in order
+    call_sites: dict[str, tuple[int, ...]]  # callee simple name -> sids
+    literals: dict[int, tuple[str, ...]]  # distinctive static pieces of string literals
+    binds: dict[int, tuple[tuple[str, str], ...]] = field(default_factory=dict)
+    templates: dict[int, tuple[Template, ...]] = field(default_factory=dict)
+    smells: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    text: dict[int, str] = field(default_factory=dict)  # the statement's code, comments excluded
+
+
+def distinctive(piece: str) -> bool:
+    """Several words, or one long non-identifier token: not a dict key such as 'status'."""
+    if len(re.findall(r"[A-Za-z]{2,}", piece)) >= 2 and " " in piece:
+        return len(piece) >= 6
+    return (
+        len(piece) >= MIN_LITERAL
+        and re.search(r"[A-Za-z]{3}", piece) is not None
+        and not piece.isidentifier()
+    )
+
+
+def literal_value(node: Node) -> str | None:
+    """The value of a literal node as the log would print it (``str()``), or None if not a literal."""
+    kind = node.type
+    if kind not in LITERAL_TYPES:
+        return None
+    if kind in SIMPLE_LITERALS:
+        return SIMPLE_LITERALS[kind]
+    text = node.text.decode("utf-8", "replace") if node.text else ""
+    if kind == "integer" and text.isdigit():
+        return str(int(text))
+    if kind == "string" and len(text) >= 2 and text[0] in "'\"" and text[-1] == text[0] and "\\" not in text:
+        inner = text[1:-1]
+        if text[0] not in inner:
+            return inner
+    if len(text) > MAX_LITERAL_TEXT or any(c.type == "interpolation" for c in node.named_children):
+        return None
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
+        return None
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return value if isinstance(value, str) else repr(value)
+
+
+@lru_cache(maxsize=1)
+def parser() -> Parser:
+    return Parser(language())
+
+
+def sid_of_line(program: Program) -> dict[Loc, int]:
+    mapping: dict[Loc, int] = {}
+    for stmt in program.statements:
+        for line in stmt.lines:
+            mapping.setdefault(Loc(stmt.path, line), stmt.sid)
+    return mapping
+
+
+def build_facts(program: Program, trees: Sequence[Tree] = ()) -> Facts:
+    """Facts of every statement; ``trees`` are the analysis' own parse trees (one per file) if kept."""
+    lines: dict[Loc, LineFacts] = {}
+    params: dict[str, tuple[str, ...]] = {}
+    def_lines = {
+        (f.path, line, f.name): f.fid
+        for f in program.functions
+        for line in f.header_lines
+        if f.kind != "module"
+    }
+    parsed = len(trees) == len(program.files)
+    for index, source in enumerate(program.files):
+        tree = trees[index] if parsed else parser().parse("\n".join(source.lines).encode("utf-8", "replace"))
+        _Walker(source.path, lines, params, def_lines).walk(tree.root_node)
+    sources = {f.path: f for f in program.files}
+    defs: dict[int, frozenset[str]] = {}
+    imports: dict[int, frozenset[str]] = {}
+    uses: dict[int, frozenset[str]] = {}
+    calls: dict[int, tuple[Call, ...]] = {}
+    call_sites: dict[str, list[int]] = {}
+    literals: dict[int, tuple[str, ...]] = {}
+    binds: dict[int, tuple[tuple[str, str], ...]] = {}
+    templates: dict[int, tuple[Template, ...]] = {}
+    smells: dict[int, tuple[str, ...]] = {}
+    text: dict[int, str] = {}
+    for stmt in program.statements:
+        span = range(stmt.start_line, stmt.end_line + 1)
+        code = [lines[loc] for loc in (Loc(stmt.path, n) for n in span) if loc in lines]
+        defs[stmt.sid] = frozenset(d for f in code for d in f.defs)
+        imports[stmt.sid] = frozenset(d for f in code for d in f.imports)
+        uses[stmt.sid] = frozenset(u for f in code for u in f.uses if u not in IGNORED_NAMES)
+        calls[stmt.sid] = tuple(c for f in code for c in f.calls)
+        literals[stmt.sid] = tuple(piece for f in code for piece in f.literals)
+        binds[stmt.sid] = tuple(b for f in code for b in f.binds)
+        templates[stmt.sid] = tuple(t for f in code for t in f.templates)
+        smells[stmt.sid] = tuple(s for f in code for s in f.smells)
+        source = sources[stmt.path]
+        text[stmt.sid] = "\n".join(source.lines[n - 1] for n in span if 0 < n <= len(source.lines))
+        for call in calls[stmt.sid]:
+            call_sites.setdefault(call.callee, []).append(stmt.sid)
+    sites = {k: tuple(v) for k, v in call_sites.items()}
+    return Facts(defs, imports, uses, calls, params, sites, literals, binds, templates, smells, text)
+
+
+def _text(node: Node | None) -> str:
+    return node.text.decode("utf-8", "replace") if node is not None and node.text is not None else ""
+
+
+def _target_name(node: Node) -> str | None:
+    """``x`` for ``x``, ``attr:x`` for ``obj.x``: the name a literal is bound to."""
+    if node.type == "identifier":
+        return _text(node)
+    if node.type == "attribute":
+        return "attr:" + _text(node.child_by_field_name("attribute"))
+    return None
+
+
+def _value_kind(node: Node) -> str | None:
+    """``num`` or ``str`` where the expression's type is plain from its text, else None."""
+    if node.type in ("integer", "float"):
+        return "num"
+    if node.type in ("string", "concatenated_string"):
+        return "str"
+    if node.type == "call":
+        function = node.child_by_field_name("function")
+        name = _text(function)
+        if name in NUMERIC_CALLS or (
+            function is not None and function.type == "attribute" and name.endswith(".count")
+        ):
+            return "num"
+        if name == "str" or name.endswith((".strip", ".lower", ".upper", ".decode")):
+            return "str"
+    return None
+
+
+def names_read(node: Node) -> frozenset[str]:
+    """Names (``x``, ``attr:x``) one expression reads; iterative."""
+    found: set[str] = set()
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if current.type == "identifier":
+            found.add(_text(current))
+        elif current.type == "attribute":
+            attr, obj = current.child_by_field_name("attribute"), current.child_by_field_name("object")
+            if attr is not None:
+                found.add("attr:" + _text(attr))
+            if obj is not None:
+                stack.append(obj)
+        elif current.type == "keyword_argument":
+            value = current.child_by_field_name("value")
+            if value is not None:
+                stack.append(value)
+        else:
+            stack.extend(current.named_children)
+    return frozenset(found - IGNORED_NAMES)
+
+
+class _Walker:
+    """Classifies every name occurrence as a definition or a use, per source line (explicit stack)."""
+
+    def __init__(
+        self,
+        path: str,
+        lines: dict[Loc, LineFacts],
+        params: dict[str, tuple[str, ...]],
+        def_lines: dict[tuple[str, int, str], str],
+    ) -> None:
+        self.path = path
+        self.lines = lines
+        self.params = params
+        self.def_lines = def_lines
+        self.by_line: dict[int, LineFacts] = {}
+        self.stack: list[tuple[Node, str]] = []
+
+    def facts(self, node: Node) -> LineFacts:
+        line = node.start_point[0] + 1
+        found = self.by_line.get(line)
+        if found is None:
+            found = self.by_line[line] = self.lines[Loc(self.path, line)] = LineFacts()
+        return found
+
+    def walk(self, root: Node) -> None:
+        handlers = {
+            name[1:]: getattr(self, name)
+            for name in dir(type(self))
+            if name.startswith("_") and name[1:2].islower()
+        }
+        self.stack = [(root, "use")]
+        while self.stack:
+            current, role = self.stack.pop()
+            handler = handlers.get(current.type)
+            if handler is not None:
+                handler(current, role)
+            else:
+                self.stack.extend((child, role) for child in reversed(current.named_children))
+
+    def push(self, node: Node | None, role: str) -> None:
+        if node is not None:
+            self.stack.append((node, role))
+
+    def _identifier(self, node: Node, role: str) -> None:
+        (self.facts(node).defs if role == "def" else self.facts(node).uses).add(_text(node))
+
+    def _attribute(self, node: Node, role: str) -> None:
+        attr = node.child_by_field_name("attribute")
+        if attr is not None:
+            name = "attr:" + _text(attr)
+            (self.facts(attr).defs if role == "def" else self.facts(attr).uses).add(name)
+        self.push(node.child_by_field_name("object"), "use")
+
+    def _subscript(self, node: Node, role: str) -> None:
+        value = node.child_by_field_name("value")
+        if value is not None:
+            self.push(value, role)
+            if role == "def":
+                self.push(value, "use")
+        for child in node.children_by_field_name("subscript"):
+            self.push(child, "use")
+
+    def _assignment(self, node: Node, role: str) -> None:
+        left, right, kind = (node.child_by_field_name(f) for f in ("left", "right", "type"))
+        self.push(left, "def")
+        self.push(right, "use")
+        self.push(kind, "use")
+        if left is not None and right is not None:
+            name, value = _target_name(left), literal_value(right)
+            if name is not None and value is not None:
+                self.facts(node).binds.append((name, value))
+
+    def _augmented_assignment(self, node: Node, role: str) -> None:
+        left = node.child_by_field_name("left")
+        self.push(left, "def")
+        self.push(left, "use")
+        self.push(node.child_by_field_name("right"), "use")
+
+    def _for_statement(self, node: Node, role: str) -> None:
+        left = node.child_by_field_name("left")
+        for child in node.named_children:
+            self.push(child, "def" if child == left else "use")
+
+    _for_in_clause = _for_statement
+
+    def _as_pattern_target(self, node: Node, role: str) -> None:
+        for child in node.named_children:
+            self.push(child, "def")
+
+    def _as_pattern(self, node: Node, role: str) -> None:
+        children = node.named_children
+        for child in children:
+            is_target = child.type in ("as_pattern_target", "identifier") and child != children[0]
+            self.push(child, "def" if is_target else "use")
+
+    def _string(self, node: Node, role: str) -> None:
+        pieces: list[str] = [""]
+        holes: list[frozenset[str]] = []
+        for child in node.named_children:
+            if child.type == "string_content":
+                text = _text(child)
+                pieces[-1] += text
+                for piece in FORMAT_HOLE.split(text):
+                    if distinctive(piece.strip()):
+                        self.facts(node).literals.append(piece.strip())
+            elif child.type == "interpolation":
+                self.push(child, "use")
+                expression = child.named_children[0] if child.named_children else None
+                holes.append(names_read(expression) if expression is not None else frozenset())
+                pieces.append("")
+        if holes:
+            self.facts(node).templates.append(Template(tuple(pieces), tuple(holes)))
+
+    def _keyword_argument(self, node: Node, role: str) -> None:
+        value = node.child_by_field_name("value")
+        self.push(value, "use")
+        if value is not None:
+            literal = literal_value(value)
+            if literal is not None:
+                self.facts(node).binds.append((_text(node.child_by_field_name("name")), literal))
+
+    def _pair(self, node: Node, role: str) -> None:
+        key, value = node.child_by_field_name("key"), node.child_by_field_name("value")
+        self.push(key, "use")
+        self.push(value, "use")
+        if key is not None and value is not None and key.type == "string":
+            name, literal = literal_value(key), literal_value(value)
+            if name is not None and literal is not None:
+                self.facts(node).binds.append((name, literal))
+
+    def _comparison_operator(self, node: Node, role: str) -> None:
+        operators = [_text(c) for c in node.children if not c.is_named]
+        operands = node.named_children
+        for child in operands:
+            self.push(child, "use")
+        if any(op in ("is", "is not") for op in operators):
+            for operand in operands:
+                if operand.type in ("string", "integer", "float", "list", "dictionary", "tuple"):
+                    shown = _text(operand)[:20]
+                    self.facts(node).smells.append(f"`is` compares identity with the literal {shown}")
+                    break
+        if operators[:1] in (["in"], ["not"]) and operands and operands[0].type == "string":
+            pattern = literal_value(operands[0]) or ""
+            if REGEX_IN_LITERAL.search(pattern):
+                self.facts(node).smells.append(
+                    f"`in` tests the literal text {_text(operands[0])[:30]}, not a pattern or alternatives"
+                )
+        for operand in operands:
+            if operand.type == "string" and literal_value(operand) in ("None", "True", "False"):
+                self.facts(node).smells.append(f"compares with the string {_text(operand)}, not the constant")
+                break
+        if len(operands) == 2 and operators and operators[0] in ORDERINGS:
+            kinds = {_value_kind(operand) for operand in operands}
+            if kinds == {"str", "num"}:
+                self.facts(node).smells.append("compares a number with a string: never equal, ordering fails")
+
+    def _import_statement(self, node: Node, role: str) -> None:
+        for child in node.named_children:
+            self.import_name(child)
+
+    def _import_from_statement(self, node: Node, role: str) -> None:
+        module = node.child_by_field_name("module_name")
+        for child in node.named_children:
+            if child != module:
+                self.import_name(child)
+
+    def import_name(self, node: Node) -> None:
+        if node.type == "aliased_import":
+            alias = node.child_by_field_name("alias")
+            target = alias if alias is not None else node
+        else:
+            target = node
+        name = _text(target).split(".")[0].strip()
+        if re.fullmatch(r"[A-Za-z_]\w*", name):
+            facts = self.facts(node)
+            facts.defs.add(name)
+            facts.imports.add(name)
+
+    def _function_definition(self, node: Node, role: str) -> None:
+        name_node = node.child_by_field_name("name")
+        parameters = node.child_by_field_name("parameters")
+        if name_node is not None:
+            key = (self.path, name_node.start_point[0] + 1, _text(name_node))
+            fid = self.def_lines.get(key)
+            if fid is not None and parameters is not None:
+                self.params[fid] = tuple(self.parameter_names(parameters))
+        if parameters is not None:
+            for param in parameters.named_children:
+                default = param.child_by_field_name("value")
+                self.push(default, "use")
+                name = param.child_by_field_name("name")
+                if default is not None and name is not None:
+                    literal = literal_value(default)
+                    if literal is not None:
+                        self.facts(param).binds.append((_text(name), literal))
+        for field_name in ("return_type", "body"):
+            self.push(node.child_by_field_name(field_name), "use")
+
+    def parameter_names(self, parameters: Node) -> Iterable[str]:
+        for param in parameters.named_children:
+            target = param.child_by_field_name("name") if param.type != "identifier" else param
+            if target is None:
+                target = next((c for c in param.named_children if c.type == "identifier"), None)
+            if target is not None:
+                yield _text(target)
+
+    def _class_definition(self, node: Node, role: str) -> None:
+        for field_name in ("superclasses", "body"):
+            self.push(node.child_by_field_name(field_name), "use")
+
+    def _lambda(self, node: Node, role: str) -> None:
+        self.push(node.child_by_field_name("body"), "use")
+
+    def _expression_statement(self, node: Node, role: str) -> None:
+        for child in node.named_children:
+            self.push(child, role)
+            if child.type != "call":
+                continue
+            function = child.child_by_field_name("function")
+            if function is None or function.type != "attribute":
+                continue
+            obj, attr = function.child_by_field_name("object"), function.child_by_field_name("attribute")
+            if obj is not None and attr is not None and _text(attr) in MUTATORS and obj.type == "identifier":
+                self.facts(obj).defs.add(_text(obj))
+
+    def _call(self, node: Node, role: str) -> None:
+        function = node.child_by_field_name("function")
+        arguments = node.child_by_field_name("arguments")
+        callee, via_attribute, receiver = "", False, ""
+        if function is not None:
+            if function.type == "identifier":
+                callee = _text(function)
+            elif function.type == "attribute":
+                attr, obj = function.child_by_field_name("attribute"), function.child_by_field_name("object")
+                callee = _text(attr)
+                via_attribute = True
+                if obj is not None and obj.type == "identifier":
+                    receiver = _text(obj)
+                self.push(obj, "use")
+            else:
+                self.push(function, "use")
+        args: list[frozenset[str]] = []
+        keywords: list[tuple[str, frozenset[str]]] = []
+        if arguments is not None:
+            for arg in arguments.named_children:
+                if arg.type == "keyword_argument":
+                    name = arg.child_by_field_name("name")
+                    if name is not None:
+                        keywords.append((_text(name), names_read(arg)))
+                elif arg.type != "comment":
+                    args.append(names_read(arg))
+                self.push(arg, "use")
+            if callee == "get" and len(arguments.named_children) >= 2:
+                key, default = arguments.named_children[0], arguments.named_children[1]
+                if default.type == "keyword_argument":
+                    default = default.child_by_field_name("value") or default
+                name, literal = literal_value(key), literal_value(default)
+                if name is not None and literal is not None:
+                    self.facts(node).binds.append((name, literal))
+        if callee:
+            self.facts(node).calls.append(Call(callee, via_attribute, tuple(args), tuple(keywords), receiver))

@@ -1,0 +1,101 @@
+"""The jobs the analysis pool runs: pure functions with picklable arguments and results.
+
+Imported once by the pool's fork server, so a fresh worker starts with the analysis loaded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+
+from app.analysis import snapshot
+from app.analysis.limits import CostLimits, check_text, check_tree
+from app.analysis.model import Script
+from app.analysis.source import normalize_newlines, parse_tree
+from app.localize.result import TriageResult
+from app.options import TriageOptions
+from app.rankers import choose
+from app.rankers.base import RankRequest
+from app.rankers.heuristic import HeuristicRanker
+from app.triage import prepare, rank
+
+
+def static(
+    scripts: Sequence[Script],
+    log: str,
+    options: TriageOptions,
+    limits: CostLimits | None = None,
+    model_configured: bool = False,
+) -> TriageResult | RankRequest:
+    """Everything of one triage that needs no model: the finished result when no model will be
+    asked, else the prepared request (with the heuristic's picks computed here) for the server to
+    rank with the model. With ``limits``, the case's cost is checked first (``InputTooCostly``,
+    a ValueError naming the limit).
+    """
+    return _static(scripts, log, options, limits, model_configured, explain=False)[0]
+
+
+def static_with_snapshot(
+    scripts: Sequence[Script],
+    log: str,
+    options: TriageOptions,
+    limits: CostLimits | None = None,
+    model_configured: bool = False,
+) -> tuple[TriageResult | RankRequest, snapshot.Snapshot]:
+    """``static`` plus the snapshot of its analysis (each line's reason kept) that the service
+    stores with the result, so that the dashboard never analyses a stored failure again."""
+    done, request = _static(scripts, log, options, limits, model_configured, explain=True)
+    return done, snapshot.build(request.analysis, request.rendered, log)
+
+
+def _static(
+    scripts: Sequence[Script],
+    log: str,
+    options: TriageOptions,
+    limits: CostLimits | None,
+    model_configured: bool,
+    *,
+    explain: bool,
+) -> tuple[TriageResult | RankRequest, RankRequest]:
+    started = time.perf_counter()
+    try:
+        if limits is not None:
+            check_cost(scripts, log, limits)
+        request = prepare(scripts, log, options, explain=explain)
+        if choose(request.options.ranker, model_configured=model_configured) != "llm" or not model_configured:
+            return asyncio.run(rank(request, client=None, started=started)), request
+        picks = HeuristicRanker.picks(request, 2 * request.options.k)  # enough to fill in after k
+        analysis = replace(request.analysis, trees=())  # parse trees do not cross processes
+        return replace(request, analysis=analysis, heuristic=(request.rendered, picks)), request
+    finally:
+        gc.collect()
+
+
+def check_cost(scripts: Sequence[Script], log: str, limits: CostLimits) -> None:
+    """Every cost limit of ``app.analysis.limits``; parsing is cheap next to the analysis it guards."""
+    check_text(scripts, log, limits)
+    for script in scripts:
+        check_tree(script.path, parse_tree(normalize_newlines(script.content)), limits)
+
+
+def ping() -> int:
+    """Nothing: lets tests and the benchmark see a worker answer."""
+    return 0
+
+
+def burn(seconds: float) -> int:
+    """Spin on the CPU (for tests of the CPU deadline)."""
+    end = time.process_time() + seconds
+    n = 0
+    while time.process_time() < end:
+        n += 1
+    return n
+
+
+def hog(megabytes: int) -> int:
+    """Hold ``megabytes`` of memory (for tests of the memory ceiling)."""
+    block = bytearray(megabytes * 1024 * 1024)
+    return len(block)

@@ -1,0 +1,116 @@
+"""CI history: ``POST /v1/runs``, ``/v1/tests``, ``/v1/tests/{key}/history``, ``/v1/signatures``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Annotated, Any
+
+from fastapi import APIRouter, HTTPException, Query, Request
+
+from app.history.records import RunRecord, parse_run
+from app.service.deps import RuntimeDep
+from app.service.history_store import HistoryStore
+from app.service.routes.triage import ERRORS
+from app.settings import Settings
+
+router = APIRouter(tags=["history"])
+NDJSON = frozenset(
+    {"application/x-ndjson", "application/jsonl", "application/x-jsonlines", "application/ndjson"}
+)
+_BODY_DOC = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {
+                "schema": {
+                    "description": 'One run record, a list of them, or {"runs": [...]}: test_id, verdict'
+                    " (pass/fail/error/skip), optional started_at, env, params, ci {pipeline, job_url,"
+                    " commit}, scripts [{path, content}], log",
+                    "type": "object",
+                }
+            },
+            "application/x-ndjson": {"schema": {"type": "string", "description": "One run record per line"}},
+        },
+    }
+}
+
+
+def parse_runs(body: bytes, media: str, settings: Settings) -> list[RunRecord]:
+    """Records from a JSON or NDJSON body; ``ValueError`` naming the record that is wrong."""
+    if media in NDJSON:
+        items = []
+        for n, line in enumerate(body.decode("utf-8", errors="replace").splitlines(), 1):
+            if line.strip():
+                try:
+                    items.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise ValueError(f"line {n} is not JSON: {exc.msg}") from None
+    else:
+        try:
+            data = json.loads(body)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise ValueError(f"the body is not JSON: {exc}") from None
+        items = data.get("runs") if isinstance(data, dict) and "runs" in data else data
+        items = items if isinstance(items, list) else [items]
+    if not items:
+        raise ValueError("no run record in the body")
+    if len(items) > settings.max_cases_per_batch:
+        raise ValueError(
+            f"at most {settings.max_cases_per_batch} runs per request (TCFL_MAX_CASES_PER_BATCH)"
+        )
+    out = []
+    for n, item in enumerate(items, 1):
+        try:
+            record = parse_run(item)
+        except ValueError as exc:
+            raise ValueError(f"run {n}: {exc}") from None
+        if record.log is not None and len(record.log.encode("utf-8")) > settings.max_log_bytes:
+            raise ValueError(f"run {n}: log larger than {settings.max_log_bytes} bytes (TCFL_MAX_LOG_BYTES)")
+        if any(len(s.content.encode("utf-8")) > settings.max_script_bytes for s in record.scripts):
+            raise ValueError(f"run {n}: a script is larger than {settings.max_script_bytes} bytes")
+        out.append(record)
+    return out
+
+
+@router.post("/v1/runs", status_code=201, responses=ERRORS, openapi_extra=_BODY_DOC)
+async def create_runs(request: Request, runtime: RuntimeDep) -> dict[str, Any]:
+    """Record CI runs, passes too (idempotent on job URL and test id): run_id, version_id, err_sig each."""
+    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    try:
+        records = parse_runs(await request.body(), media, runtime.settings)
+    except ValueError as exc:
+        raise HTTPException(422, str(exc)) from None
+    created = await asyncio.to_thread(HistoryStore(runtime.store).add_runs, records)
+    return {"runs": created}
+
+
+@router.get("/v1/tests", responses=ERRORS)
+async def list_tests(
+    runtime: RuntimeDep,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> dict[str, Any]:
+    """Tests with recorded runs, most recently run first."""
+    items = await asyncio.to_thread(HistoryStore(runtime.store).tests, limit=limit, offset=offset)
+    return {"items": items}
+
+
+@router.get("/v1/tests/{key:path}/history", responses={**ERRORS, 404: {"description": "No such test"}})
+async def test_history(
+    key: str, runtime: RuntimeDep, limit: Annotated[int, Query(ge=1, le=1000)] = 200
+) -> dict[str, Any]:
+    """A test's runs newest first, versions, new/recurring/regression/flaky, first bad version."""
+    page = await asyncio.to_thread(HistoryStore(runtime.store).history, key, limit=limit)
+    if page is None:
+        raise HTTPException(404, f"no runs recorded for test {key!r}")
+    return page
+
+
+@router.get("/v1/signatures", responses=ERRORS)
+async def signatures(
+    runtime: RuntimeDep, limit: Annotated[int, Query(ge=1, le=1000)] = 100
+) -> dict[str, Any]:
+    """Failures grouped by error signature across tests, largest groups first."""
+    items = await asyncio.to_thread(HistoryStore(runtime.store).signatures, limit=limit)
+    return {"items": items}

@@ -1,0 +1,354 @@
+"""``/v1/ingest`` and ``/v1/runs/{id}``: a CI job's results in, one stored triage per failed test out.
+
+The body is JSON (``results`` as text or base64, ``scripts`` as for ``/v1/triage``) or multipart
+(a ``results`` file, an ``archive`` of the checkout, form fields for the rest). Archives are
+unpacked into a temporary work folder with the limits of ``app.ingest.archive``; nothing is
+written anywhere else. The answer is JSON, or any ``tcfl ci`` format chosen with ``format`` or
+``Accept``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import json
+import tempfile
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi import Path as PathParam
+from fastapi.responses import JSONResponse, Response
+from starlette.datastructures import UploadFile
+
+from app.analysis.model import resolve_variant
+from app.ci import CiReport, triage_results
+from app.emit import FORMATS, emit
+from app.ingest import FORMATS as RESULT_FORMATS
+from app.ingest import IngestError, Results, merge, parse_bytes, read_folder
+from app.ingest.archive import extract, is_archive, safe_name
+from app.ingest.resolve import Checkout
+from app.localize.result import TriageOptions
+from app.service.cases import triage_options
+from app.service.ci_runs import CiRunStore
+from app.service.deps import Runtime, RuntimeDep
+from app.service.routes.triage import ERRORS, MAX_ID
+from app.service.store import Case
+from app.settings import Settings
+
+router = APIRouter(tags=["ci"])
+
+MEDIA = {
+    "json": "application/json",
+    "text": "text/plain; charset=utf-8",
+    "markdown": "text/markdown; charset=utf-8",
+    "github": "text/plain; charset=utf-8",
+    "junit": "application/xml",
+    "sarif": "application/sarif+json",
+}
+_ACCEPT = {
+    "text/markdown": "markdown",
+    "application/sarif+json": "sarif",
+    "application/xml": "junit",
+    "text/xml": "junit",
+    "text/plain": "text",
+}
+OPTION_FIELDS = ("level", "k", "trace", "ranker", "log_functions", "log_format")
+MAX_SCRIPTS = 10_000
+_BODY_DOC = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {
+                "schema": {
+                    "type": "object",
+                    "required": ["results"],
+                    "properties": {
+                        "results": {
+                            "type": "object",
+                            "properties": {
+                                "name": {"type": "string"},
+                                "content": {"type": "string"},
+                                "encoding": {"enum": ["text", "base64"]},
+                            },
+                            "required": ["content"],
+                        },
+                        "format": {"enum": list(RESULT_FORMATS)},
+                        "scripts": {"type": "array", "items": {"$ref": "#/components/schemas/ScriptIn"}},
+                        "root": {
+                            "type": "string",
+                            "description": "sub-folder of the scripts the tests ran from",
+                        },
+                        "level": {"type": "string"},
+                        "k": {"type": "integer"},
+                        "trace": {"type": "string"},
+                        "ranker": {"type": "string"},
+                    },
+                }
+            },
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "required": ["results"],
+                    "properties": {
+                        "results": {
+                            "type": "string",
+                            "format": "binary",
+                            "description": "results file or archive",
+                        },
+                        "archive": {
+                            "type": "string",
+                            "format": "binary",
+                            "description": "the checkout (tar.gz/zip)",
+                        },
+                        "root": {"type": "string"},
+                        "format": {"type": "string"},
+                    },
+                }
+            },
+        },
+    }
+}
+
+
+class _Bad(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@router.post(
+    "/v1/ingest",
+    responses={**ERRORS, 415: {"description": "Unsupported content type"}},
+    openapi_extra=_BODY_DOC,
+)
+async def ingest(
+    request: Request,
+    runtime: RuntimeDep,
+    format: Annotated[str | None, Query(description=f"answer format: {', '.join(FORMATS)}")] = None,
+) -> Response:
+    """Triage every failed test of a CI results file; each triage is stored, the run is kept as one."""
+    out_format = _answer_format(format, request.headers.get("accept", ""))
+    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    with tempfile.TemporaryDirectory(prefix="tcfl-ingest-") as work_dir:
+        work = Path(work_dir)
+        try:
+            if media == "multipart/form-data":
+                fields = await _multipart(request, work, runtime.settings)
+            elif media in ("application/json", ""):
+                fields = _json_fields(await request.body(), work, runtime.settings)
+            else:
+                raise _Bad(415, f"unsupported content type {media!r}: send JSON or multipart")
+            options = _options(fields, runtime.settings)
+            results = await asyncio.to_thread(_results, fields, work)
+            root = _root(work / "checkout", fields.get("root"))
+            checkout = await asyncio.to_thread(Checkout.scan, root)
+        except _Bad as exc:
+            raise HTTPException(exc.status, str(exc)) from None
+        except IngestError as exc:
+            raise HTTPException(422, str(exc)) from None
+        report = await triage_results(
+            results, checkout, options, runtime.client, max_files=runtime.settings.max_files_per_case
+        )
+    report, run_id = await asyncio.to_thread(_store, runtime, report, options, str(fields.get("name") or ""))
+    if out_format == "json":
+        body = report.to_dict()
+        body["id"] = run_id
+        return JSONResponse(body, headers={"Location": f"/v1/runs/{run_id}"})
+    return Response(
+        emit(report, out_format), media_type=MEDIA[out_format], headers={"Location": f"/v1/runs/{run_id}"}
+    )
+
+
+@router.get("/v1/runs/{run_id}", responses=ERRORS)
+async def get_run(run_id: Annotated[int, PathParam(ge=1, le=MAX_ID)], runtime: RuntimeDep) -> dict[str, Any]:
+    """A stored CI run: its summary, groups, and each failed test with its stored triage."""
+    found = await asyncio.to_thread(CiRunStore(runtime.store.engine).get, run_id)
+    if found is None:
+        raise HTTPException(404, f"no CI run with id {run_id}")
+    for test in found["tests"]:
+        if test.get("triage_id"):
+            stored = await asyncio.to_thread(runtime.store.get_triage, test["triage_id"])
+            test["result"] = stored  # the stored triage view: the result plus id, status, test_id
+    return found
+
+
+def _answer_format(query: str | None, accept: str) -> str:
+    if query is not None:
+        if query not in FORMATS:
+            raise HTTPException(422, f"format must be one of {', '.join(FORMATS)}, got {query!r}")
+        return query
+    for part in accept.split(","):
+        media = part.split(";")[0].strip().lower()
+        if media in _ACCEPT:
+            return _ACCEPT[media]
+        if media in ("application/json", "*/*", ""):
+            return "json"
+    return "json"
+
+
+def _json_fields(body: bytes, work: Path, settings: Settings) -> dict[str, Any]:
+    try:
+        raw = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise _Bad(422, f"body is not valid JSON: {exc}") from None
+    if not isinstance(raw, dict):
+        raise _Bad(422, "body must be a JSON object")
+    unknown = set(raw) - {"results", "format", "scripts", "root", *OPTION_FIELDS}
+    if unknown:
+        raise _Bad(422, f"unknown field(s): {', '.join(sorted(unknown))}")
+    results = raw.get("results")
+    if not isinstance(results, dict) or not isinstance(results.get("content"), str):
+        raise _Bad(
+            422, "results: an object with 'content' (text, or base64 with encoding 'base64') is required"
+        )
+    name = str(results.get("name") or "results")[:255]
+    if results.get("encoding") == "base64":
+        try:
+            data = base64.b64decode(results["content"], validate=True)
+        except (binascii.Error, ValueError):
+            raise _Bad(422, "results.content is not valid base64") from None
+    else:
+        data = results["content"].encode("utf-8")
+    scripts = raw.get("scripts") or []
+    if not isinstance(scripts, list) or not all(
+        isinstance(s, dict) and isinstance(s.get("path"), str) and isinstance(s.get("content"), str)
+        for s in scripts
+    ):
+        raise _Bad(422, "scripts: a list of {path, content} objects")
+    if len(scripts) > MAX_SCRIPTS:
+        raise _Bad(413, f"{len(scripts)} scripts exceed the limit of {MAX_SCRIPTS}")
+    checkout = work / "checkout"
+    for i, script in enumerate(scripts):
+        size = len(script["content"].encode("utf-8"))
+        if size > settings.max_script_bytes:
+            raise _Bad(
+                413,
+                f"scripts[{i}] ({script['path']}) is {size} bytes; "
+                f"max_script_bytes={settings.max_script_bytes}",
+            )
+        _write_script(checkout, script["path"], script["content"])
+    checkout.mkdir(exist_ok=True)
+    fields = {k: raw[k] for k in (*OPTION_FIELDS, "format", "root") if raw.get(k) is not None}
+    fields.update(name=name, data=data)
+    return fields
+
+
+def _write_script(checkout: Path, path: str, content: str) -> None:
+    try:
+        rel = safe_name(path, "scripts")
+    except IngestError as exc:
+        raise _Bad(422, str(exc)) from None
+    if not rel:
+        raise _Bad(422, f"scripts: empty path {path!r}")
+    target = checkout / rel
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(content, encoding="utf-8")
+
+
+async def _multipart(request: Request, work: Path, settings: Settings) -> dict[str, Any]:
+    form = await request.form(max_files=2, max_fields=20)
+    upload = form.get("results")
+    if not isinstance(upload, UploadFile):
+        raise _Bad(422, "multipart upload needs the results in a file field named 'results'")
+    fields: dict[str, Any] = {"name": (upload.filename or "results")[:255], "data": await upload.read()}
+    archive = form.get("archive")
+    checkout = work / "checkout"
+    checkout.mkdir()
+    if isinstance(archive, UploadFile):
+        data = await archive.read()
+        limit = _checkout_limit(settings)
+        await asyncio.to_thread(extract, data, checkout, name=archive.filename or "archive", max_bytes=limit)
+    for key in (*OPTION_FIELDS, "format", "root"):
+        value = form.get(key)
+        if isinstance(value, str) and value:
+            fields[key] = (
+                [v for v in form.getlist(key) if isinstance(v, str)] if key == "log_functions" else value
+            )
+    if "k" in fields:
+        try:
+            fields["k"] = int(fields["k"])
+        except ValueError:
+            raise _Bad(422, f"k must be an integer, got {fields['k']!r}") from None
+    return fields
+
+
+def _checkout_limit(settings: Settings) -> int:
+    """An uploaded checkout may hold many tests' files: 50 cases' worth of the per-case limits."""
+    return 50 * settings.max_files_per_case * settings.max_script_bytes
+
+
+def _options(fields: dict[str, Any], settings: Settings) -> TriageOptions:
+    extra = [p for p in settings.extra_log_functions() if p not in (fields.get("log_functions") or [])]
+    try:
+        options = triage_options(
+            {
+                "level": fields.get("level") or settings.default_level,
+                "k": fields.get("k") if fields.get("k") is not None else settings.default_k,
+                "trace": resolve_variant(str(fields.get("trace") or settings.default_trace)),
+                "ranker": fields.get("ranker") or "auto",
+                "log_functions": [*(fields.get("log_functions") or []), *extra],
+                "output_format": settings.output_format,
+                "log_format": fields.get("log_format") or settings.log_format,
+            }
+        ).validated()
+    except (ValueError, TypeError) as exc:
+        raise _Bad(422, str(exc)) from None
+    if options.ranker == "llm" and not settings.model_url:
+        raise _Bad(422, "ranker 'llm' needs a model server, and TCFL_MODEL_URL is not set")
+    return options
+
+
+def _results(fields: dict[str, Any], work: Path) -> Results:
+    name, data, fmt = fields["name"], fields["data"], str(fields.get("format") or "auto")
+    if fmt not in RESULT_FORMATS:
+        raise _Bad(422, f"format must be one of {', '.join(RESULT_FORMATS)}, got {fmt!r}")
+    if is_archive(name) or data[:2] == b"\x1f\x8b" or data[:4] == b"PK\x03\x04":
+        folder = work / "results"
+        extract(data, folder, name=name)
+        return merge(read_folder(folder, fmt, name))
+    return parse_bytes(data, name, fmt)
+
+
+def _root(checkout: Path, root: Any) -> Path:
+    if not root:
+        return checkout
+    try:
+        rel = safe_name(str(root), "root")
+    except IngestError as exc:
+        raise _Bad(422, str(exc)) from None
+    folder = checkout / rel
+    if not folder.is_dir():
+        raise _Bad(422, f"root {root!r} is not a folder of the uploaded scripts")
+    return folder
+
+
+def _store(runtime: Runtime, report: CiReport, options: TriageOptions, source: str) -> tuple[CiReport, int]:
+    """Each triage as an ordinary stored triage labelled with its test id, then the run that lists them."""
+    from dataclasses import replace
+
+    opts = {
+        "level": options.level,
+        "k": options.k,
+        "trace": options.trace,
+        "ranker": options.ranker,
+        "log_functions": list(options.log_functions),
+        "output_format": options.output_format,
+        "log_format": options.log_format,
+    }
+    stored = []
+    for item in report.triaged:
+        if item.result is None:
+            stored.append(item)
+            continue
+        case = Case(scripts=item.sources, log=item.run.log, options=opts, test_id=item.run.test_id[:200])
+        triage_id = runtime.store.create_request(case)
+        runtime.store.save_result(triage_id, {**item.result.to_dict(), "id": triage_id})
+        stored.append(replace(item, triage_id=triage_id))
+    report = replace(report, triaged=tuple(stored))
+    body = report.to_dict()
+    run_id = CiRunStore(runtime.store.engine).create(
+        report.format, source, {k: body[k] for k in ("summary", "groups", "warnings")}, body["tests"]
+    )
+    return report, run_id

@@ -1,0 +1,64 @@
+"""`tcfl ingest` and `tcfl history` as a user runs them, on a real SQLite file."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPT = "def test_answer():\n    value = 41\n    assert value == 42\n"
+LOG = (
+    'Traceback (most recent call last):\n  File "/ci/t.py", line 3, in test_answer\n'
+    "    assert value == 42\nAssertionError\n"
+)
+
+
+def tcfl(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "app.cli", *args], capture_output=True, text=True, check=False
+    )
+
+
+def record(n: int, verdict: str, script: str) -> str:
+    return json.dumps(
+        {
+            "test_id": "t.py::test_answer[fast]",
+            "verdict": verdict,
+            "started_at": f"2026-03-01T00:0{n}:00Z",
+            "ci": {"job_url": f"https://ci/{n}"},
+            "scripts": [{"path": "t.py", "content": script}],
+            "log": LOG if verdict == "fail" else "ok",
+        }
+    )
+
+
+def test_ingest_then_history(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'h.db'}"
+    runs = tmp_path / "runs.jsonl"
+    good = SCRIPT.replace("41", "42")
+    runs.write_text(
+        "\n".join([record(1, "pass", good), record(2, "pass", good), record(3, "fail", SCRIPT)]) + "\n"
+    )
+    first = tcfl("ingest", str(runs), "--db", db, "--json")
+    assert first.returncode == 0, first.stderr
+    assert [r["duplicate"] for r in json.loads(first.stdout)["runs"]] == [False, False, False]
+    again = tcfl("ingest", str(runs), "--db", db)
+    assert again.returncode == 0 and "0 runs stored, 3 already known" in again.stderr
+    shown = tcfl("history", "t.py::test_answer", "--db", db)
+    assert shown.returncode == 0, shown.stderr
+    assert "timeline (oldest first, | = new script version): |..|F" in shown.stdout
+    assert "last failure: new" in shown.stdout and "first bad version:" in shown.stdout
+    page = json.loads(tcfl("history", "t.py::test_answer", "--db", db, "--json").stdout)
+    assert page["classification"] == "new" and len(page["runs"]) == 3
+
+
+def test_bad_input_is_a_usage_error(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'h.db'}"
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"test_id": "x", "verdict": "pass"}\n{"test_id": "x", "verdict": "sorta"}\n')
+    done = tcfl("ingest", str(bad), "--db", db)
+    assert done.returncode == 2 and "bad.jsonl:2: verdict must be one of" in done.stderr
+    assert tcfl("ingest", str(tmp_path / "missing.jsonl"), "--db", db).returncode == 2
+    unknown = tcfl("history", "nope::x", "--db", db)
+    assert unknown.returncode == 2 and "no runs recorded" in unknown.stderr

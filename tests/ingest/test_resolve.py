@@ -1,0 +1,100 @@
+"""Finding a test's scripts in a checkout: suffix matching, ambiguity warnings, local helper imports."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from app.ingest.base import TestRun
+from app.ingest.resolve import Checkout, find_scripts, id_paths, imports
+
+
+def _tree(root: Path, files: dict[str, str]) -> Checkout:
+    for rel, content in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content)
+    return Checkout.scan(root)
+
+
+def _paths(run: TestRun, checkout: Checkout) -> tuple[list[str], list[str]]:
+    scripts, warnings = find_scripts(run, checkout)
+    return [s.path for s in scripts], warnings
+
+
+def test_absolute_path_of_another_machine_matches_by_suffix(tmp_path: Path) -> None:
+    checkout = _tree(tmp_path, {"suite/net/test_a.py": "x = 1\n", "other/test_b.py": "y = 2\n"})
+    frame = '  File "/home/ci/build/suite/net/test_a.py", line 1, in <module>'
+    log = f"Traceback (most recent call last):\n{frame}\nE: x\n"
+    run = TestRun("t", "fail", log=log)
+    assert _paths(run, checkout) == (["suite/net/test_a.py"], [])
+
+
+def test_ambiguity_names_both_files(tmp_path: Path) -> None:
+    checkout = _tree(tmp_path, {"a/test_x.py": "", "b/test_x.py": ""})
+    paths, warnings = _paths(TestRun("test_x.py::test_one", "fail", log="E"), checkout)
+    assert paths == ["a/test_x.py"]
+    assert len(warnings) == 1 and "a/test_x.py" in warnings[0] and "b/test_x.py" in warnings[0]
+
+
+def test_a_same_named_file_elsewhere_is_a_warning(tmp_path: Path) -> None:
+    checkout = _tree(tmp_path, {"suite/a/test_x.py": "", "legacy/test_x.py": ""})
+    paths, warnings = _paths(TestRun("t", "fail", log="E", script_paths=("suite/a/test_x.py",)), checkout)
+    assert paths == ["suite/a/test_x.py"]
+    assert len(warnings) == 1 and "legacy/test_x.py" in warnings[0] and "suite/a/test_x.py" in warnings[0]
+
+
+def test_dotted_ids_find_their_module(tmp_path: Path) -> None:
+    checkout = _tree(tmp_path, {"pkg/__init__.py": "", "pkg/test_mod.py": ""})
+    assert _paths(TestRun("pkg.test_mod.Case.test_a", "fail", log="E"), checkout)[0] == ["pkg/test_mod.py"]
+    assert _paths(TestRun("pkg/test_mod.py:Case.test_a;v1", "fail", log="E"), checkout)[0] == [
+        "pkg/test_mod.py"
+    ]
+
+
+def test_local_helpers_are_added_and_installed_packages_are_not(tmp_path: Path) -> None:
+    checkout = _tree(
+        tmp_path,
+        {
+            "tests/test_net.py": (
+                "import os\nfrom common.links import up\nfrom . import local\nimport requests\n"
+            ),
+            "tests/local.py": "from common import util\n",
+            "tests/__init__.py": "",
+            "common/__init__.py": "",
+            "common/links.py": "def up(): pass\n",
+            "common/util.py": "",
+            "unrelated.py": "",
+        },
+    )
+    paths, _ = _paths(TestRun("tests/test_net.py::test_up", "fail", log="E"), checkout)
+    assert paths[0] == "tests/test_net.py"
+    assert set(paths[1:]) == {"common/links.py", "tests/local.py", "common/util.py", "common/__init__.py"}
+
+
+def test_standard_library_frames_are_not_taken(tmp_path: Path) -> None:
+    checkout = _tree(tmp_path, {"test_a.py": "", "case.py": ""})
+    import unittest
+
+    real = Path(unittest.__file__).with_name("case.py")
+    frames = f'  File "{real}", line 1, in f\n  File "/ci/test_a.py", line 1'
+    log = f"Traceback (most recent call last):\n{frames}\nE: x\n"
+    assert _paths(TestRun("t", "fail", log=log), checkout)[0] == ["test_a.py"]
+
+
+def test_nothing_found_is_empty(tmp_path: Path) -> None:
+    checkout = _tree(tmp_path, {"x.py": ""})
+    assert _paths(TestRun("test_other.py::t", "fail", log="E"), checkout) == ([], [])
+
+
+def test_imports_survive_syntax_errors() -> None:
+    assert ("a.b", 0) in imports("from a.b import c\ndef broken(:\n")
+    assert ("x", 1) in imports("from .x import y\n")
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(max_size=80))
+def test_id_paths_are_python_files(test_id: str) -> None:
+    assert all(p.endswith(".py") for p in id_paths(test_id))

@@ -1,0 +1,62 @@
+"""History over HTTP against a real server on loopback (SQLite and PostgreSQL)."""
+
+from __future__ import annotations
+
+import uuid
+
+import httpx
+
+from tests.service.helpers import jsonl
+
+SCRIPT = "def test_answer():\n    value = 41\n    assert value == 42\n"
+LOG = """Traceback (most recent call last):
+  File "/ci/t.py", line 3, in test_answer
+    assert value == 42
+AssertionError: assert 41 == 42
+"""
+
+
+def run(test_id: str, n: int, verdict: str, script: str = SCRIPT) -> dict[str, object]:
+    return {
+        "test_id": test_id,
+        "verdict": verdict,
+        "started_at": f"2026-02-01T00:{n:02d}:00Z",
+        "ci": {"job_url": f"https://ci/{test_id}/{n}"},
+        "scripts": [{"path": "t.py", "content": script}],
+        "log": LOG if verdict == "fail" else "ok",
+    }
+
+
+def test_runs_in_history_out(api: httpx.Client) -> None:
+    test_id = f"t.py::test_answer_{uuid.uuid4().hex[:8]}"
+    created = api.post(
+        "/v1/runs",
+        json={"runs": [run(test_id, 1, "pass", SCRIPT.replace("41", "42")), run(test_id, 2, "fail")]},
+    )
+    assert created.status_code == 201, created.text
+    first, second = created.json()["runs"]
+    assert first["err_sig"] is None and second["err_sig"] and not second["duplicate"]
+    resent = api.post(
+        "/v1/runs", content=jsonl([run(test_id, 2, "fail")]), headers={"content-type": "application/x-ndjson"}
+    )
+    assert resent.json()["runs"][0] == {**second, "duplicate": True}
+    page = api.get(f"/v1/tests/{test_id}/history").json()
+    assert [r["verdict"] for r in page["runs"]] == ["fail", "pass"]
+    assert page["classification"] == "new"
+    assert page["first_bad_version"]["script_changed"] is True
+    assert page["first_bad_version"]["first_bad"] == second["version_id"] != first["version_id"]
+    keys = [t["key"] for t in api.get("/v1/tests", params={"limit": 1000}).json()["items"]]
+    assert test_id in keys
+    sigs = api.get("/v1/signatures").json()["items"]
+    assert any(test_id in s["test_keys"] for s in sigs)
+
+
+def test_bad_run_records_get_a_message(api: httpx.Client) -> None:
+    bad = api.post("/v1/runs", json=[{"test_id": "x", "verdict": "pass"}, {"test_id": "y", "verdict": "meh"}])
+    assert bad.status_code == 422 and "run 2: verdict must be one of" in bad.json()["detail"]
+    assert (
+        api.post("/v1/runs", content=b"{nope", headers={"content-type": "application/json"}).status_code
+        == 422
+    )
+    assert api.post("/v1/runs", json=[]).status_code == 422
+    assert api.get("/v1/tests/never::seen/history").status_code == 404

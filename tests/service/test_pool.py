@@ -1,0 +1,142 @@
+"""The analysis pool: real worker processes, real limits (RLIMIT_CPU, RLIMIT_AS), real analyses."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.analysis.model import Script
+from app.localize.result import TriageResult
+from app.options import TriageOptions
+from app.rankers.base import RankRequest
+from app.rankers.heuristic import HeuristicRanker
+from app.service.pool import AnalysisPool, AnalysisRejected, PoolLimits
+from app.triage import prepare, triage
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "data" / "running-example"
+OPTIONS = TriageOptions(log_functions=("Log.log",), k=3)
+
+
+def _example() -> tuple[tuple[Script, ...], str]:
+    script = Script("test_example.py", (EXAMPLE / "test_example.py").read_text())
+    return (script,), (EXAMPLE / "failure.log").read_text()
+
+
+def _with_pool(limits: PoolLimits, body: Callable[[AnalysisPool], Awaitable[Any]], size: int = 1) -> Any:
+    async def main() -> Any:
+        pool = AnalysisPool(size, limits)
+        await pool.start()
+        try:
+            return await body(pool)
+        finally:
+            await pool.close()
+
+    return asyncio.run(main())
+
+
+def test_without_a_model_the_worker_returns_the_result_the_process_would() -> None:
+    scripts, log = _example()
+    here = asyncio.run(triage(scripts, log, OPTIONS, client=None))
+    there = _with_pool(PoolLimits(), lambda pool: pool.run("static", scripts, log, OPTIONS))
+    assert isinstance(there, TriageResult)
+    assert there.ranking == here.ranking
+    assert (there.error_message, there.warnings) == (here.error_message, here.warnings)
+
+
+def test_with_a_model_the_worker_returns_the_prepared_request_and_heuristic_picks() -> None:
+    scripts, log = _example()
+    here = prepare(scripts, log, OPTIONS)
+    there = _with_pool(PoolLimits(), lambda pool: pool.run("static", scripts, log, OPTIONS, None, True))
+    assert isinstance(there, RankRequest)
+    assert there.rendered == here.rendered and there.prompt == here.prompt
+    assert there.heuristic is not None and there.heuristic[0] is there.rendered
+    expected = HeuristicRanker.picks(here, 2 * OPTIONS.k)
+    assert [p.element.id for p in there.heuristic[1]] == [p.element.id for p in expected]
+    assert HeuristicRanker.picks(there, OPTIONS.k) == there.heuristic[1][: OPTIONS.k]
+
+
+def test_bad_options_are_a_value_error_and_the_worker_stays() -> None:
+    scripts, log = _example()
+
+    async def body(pool: AnalysisPool) -> int:
+        with pytest.raises(ValueError, match="level must be one of"):
+            await pool.run("static", scripts, log, TriageOptions(level="everything"))
+        await pool.run("ping")
+        return pool.recycled
+
+    assert _with_pool(PoolLimits(), body) == 0
+
+
+def test_a_job_over_its_cpu_deadline_is_rejected_naming_it_and_the_worker_replaced() -> None:
+    async def body(pool: AnalysisPool) -> tuple[str, int, int]:
+        with pytest.raises(AnalysisRejected) as caught:
+            await pool.run("burn", 30.0)
+        return str(caught.value), await pool.run("ping"), pool.recycled
+
+    message, ping, recycled = _with_pool(PoolLimits(cpu_s=1, wall_s=60), body)
+    assert "CPU-time deadline of 1 s" in message
+    assert (ping, recycled) == (0, 1)
+
+
+def test_a_job_over_the_memory_ceiling_is_rejected_naming_it() -> None:
+    async def body(pool: AnalysisPool) -> tuple[str, int]:
+        with pytest.raises(AnalysisRejected) as caught:
+            await pool.run("hog", 2048)
+        small = await pool.run("hog", 16)
+        return str(caught.value), small
+
+    message, small = _with_pool(PoolLimits(memory_bytes=512 * 1024**2), body)
+    assert "memory ceiling of 512 MB" in message
+    assert small == 16 * 1024 * 1024
+
+
+def test_the_wall_clock_backstop_kills_a_worker_that_does_not_finish() -> None:
+    async def body(pool: AnalysisPool) -> tuple[str, float]:
+        started = time.monotonic()
+        with pytest.raises(AnalysisRejected) as caught:
+            await pool.run("burn", 60.0)
+        return str(caught.value), time.monotonic() - started
+
+    message, took = _with_pool(PoolLimits(cpu_s=120, wall_s=1.0), body)
+    assert "wall-clock deadline of 1 s" in message
+    assert took < 30
+
+
+def test_a_cancelled_request_frees_its_worker_for_the_next() -> None:
+    async def body(pool: AnalysisPool) -> int:
+        hung = asyncio.create_task(pool.run("burn", 60.0))
+        await asyncio.sleep(0.5)
+        hung.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await hung
+        return await asyncio.wait_for(pool.run("ping"), 30)
+
+    assert _with_pool(PoolLimits(cpu_s=120, wall_s=120), body) == 0
+
+
+def test_small_jobs_never_queue_behind_large_ones() -> None:
+    """Two workers: large jobs get one lane, so a second large job waits and small ones pass."""
+
+    async def body(pool: AnalysisPool) -> list[str]:
+        order: list[str] = []
+
+        async def job(name: str, *args: Any, large: bool) -> None:
+            await pool.run(*args, large=large)
+            order.append(name)
+
+        first = asyncio.create_task(job("large-1", "burn", 2.0, large=True))
+        await asyncio.sleep(0.3)
+        second = asyncio.create_task(job("large-2", "burn", 0.1, large=True))
+        await asyncio.sleep(0.3)
+        for i in range(5):
+            await asyncio.wait_for(job(f"small-{i}", "ping", large=False), 30)
+        await asyncio.gather(first, second)
+        return order
+
+    order = _with_pool(PoolLimits(cpu_s=30, wall_s=60), body, size=2)
+    assert order == [*(f"small-{i}" for i in range(5)), "large-1", "large-2"]

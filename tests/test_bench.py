@@ -1,0 +1,59 @@
+"""`tcfl bench` prints numbers (it asserts nothing): its rows are complete and consistent."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from app.analysis.model import Script
+from app.analysis.pipeline import analyze
+from app.bench import log_for, main
+
+PERF = Path(__file__).parent / "data" / "perf" / "test_qos_sai.py"
+KEYS = {
+    "script",
+    "script_lines",
+    "log_lines",
+    "log_bytes",
+    "parse_ms",
+    "static_ms",
+    "rank_ms",
+    "trace_ms",
+    "static_x_parse",
+    "triage_x_parse",
+    "trace_x_parse",
+    "peak_mib",
+    "peak_x_log",
+}
+
+
+def test_json_rows_for_synthetic_sizes(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--script-lines", "60", "120", "--log-lines", "80", "200", "--repeat", "1", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    rows = out["rows"]
+    assert [(r["log_lines"] >= 70, r["script_lines"] >= 50) for r in rows] == [(True, True)] * 2
+    for row in rows:
+        assert set(row) == KEYS
+        assert row["parse_ms"] > 0 and row["static_ms"] > 0 and row["trace_ms"] > 0
+        assert row["static_x_parse"] == pytest.approx(row["static_ms"] / row["parse_ms"], rel=0.01)
+        assert row["peak_mib"] > 0
+
+
+def test_a_real_script_gets_a_log_of_its_own_messages(capsys: pytest.CaptureFixture[str]) -> None:
+    script = Script(PERF.name, PERF.read_text())
+    log = log_for(script, 300)
+    assert len(log.splitlines()) >= 290
+    analysis = analyze([script], log, variants=("tplus",), explain=False)
+    assert analysis.match.exe, "the generated messages must match some of the script's log statements"
+    assert analysis.error_frames, "the generated traceback must point into the script"
+    assert main(["--script", str(PERF), "--log-lines", "300", "--repeat", "1", "--no-trace", "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)["rows"][0]
+    assert row["script"] == PERF.name and row["trace_ms"] is None and row["script_lines"] > 2700
+
+
+def test_the_table_has_a_row_per_case(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--script-lines", "60", "--log-lines", "80", "--repeat", "1", "--no-trace"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "x parse" in lines[1] and len(lines) == 4
