@@ -136,8 +136,14 @@ async def triage_run(
     options: TriageOptions,
     client: ModelClient | None,
     warnings: Sequence[str] = (),
+    *,
+    max_log_bytes: int | None = None,
 ) -> TriagedRun:
     names = tuple(s.path for s in scripts)
+    size = len(run.log.encode("utf-8"))
+    if max_log_bytes is not None and size > max_log_bytes:
+        problem = f"the test's log is {size} bytes; max_log_bytes={max_log_bytes}"
+        return TriagedRun(run, names, None, problem, tuple(warnings))
     if not scripts:
         return TriagedRun(
             run, names, None, "no script of this test was found in the checkout", tuple(warnings)
@@ -160,14 +166,17 @@ async def triage_results(
     client: ModelClient | None,
     *,
     max_files: int = 20,
+    max_log_bytes: int | None = None,
 ) -> CiReport:
-    """Triage every failed test of ``results``; scripts come from ``checkout``."""
+    """Triage every failed test of ``results``; scripts come from ``checkout``, ``max_files`` per test."""
     gate = asyncio.Semaphore(CONCURRENCY)
 
     async def one(run: TestRun) -> TriagedRun:
         scripts, warnings = find_scripts(run, checkout, max_files=max_files)
         async with gate:
-            return await triage_run(run, scripts, options, client, [*run.warnings, *warnings])
+            return await triage_run(
+                run, scripts, options, client, [*run.warnings, *warnings], max_log_bytes=max_log_bytes
+            )
 
     triaged = tuple(await asyncio.gather(*(one(run) for run in results.failed)))
     return CiReport(

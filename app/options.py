@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 LEVELS: tuple[str, ...] = ("function", "block", "line")
 OUTPUT_FORMATS: tuple[str, ...] = ("json_schema", "paper")
+PROMPT_STYLES: tuple[str, ...] = ("full", "paper")  # as app.localize.prompts.PROMPT_STYLES
 RANKERS: tuple[str, ...] = ("auto", "llm", "heuristic")  # the built-in names; app.rankers has them all
 
 
@@ -34,6 +35,8 @@ class TriageOptions:
     line_to_block: bool = False  # paper VI-D: ask for lines, answer with their blocks
     log_format: str | None = None  # a known format name or a regex with (?P<msg>...); None = detect
     disabled_channels: frozenset[str] = frozenset()  # evidence channels switched off (ablation)
+    prompt_style: str = "full"  # "full": error, script frames and a log window; "paper": Figure 4 exactly
+    prompt_budget: int = 400  # tokens of failure context beyond the error message ("full" style)
 
     def validated(self) -> TriageOptions:
         """A copy with the trace name made canonical; ``ValueError`` naming the bad option otherwise."""
@@ -52,18 +55,31 @@ class TriageOptions:
             )
         if isinstance(self.log_functions, str):
             raise ValueError("log_functions must be a list of patterns, not a single string")
+        if self.prompt_style not in PROMPT_STYLES:
+            raise ValueError(
+                f"prompt_style must be one of {', '.join(PROMPT_STYLES)}, got {self.prompt_style!r}"
+            )
+        if (
+            isinstance(self.prompt_budget, bool)
+            or not isinstance(self.prompt_budget, int)
+            or self.prompt_budget < 0
+        ):
+            raise ValueError(f"prompt_budget must be an integer >= 0 (tokens), got {self.prompt_budget!r}")
         if self.log_format:
             from app.analysis.logparse import check_prefix_format
 
             check_prefix_format(self.log_format)
         if isinstance(self.disabled_channels, str):
             raise ValueError("disabled_channels must be a set of channel names, not a single string")
+        from app.analysis.context import REFINEMENTS
         from app.localize.evidence import SWITCHES
 
-        unknown = sorted(set(self.disabled_channels) - SWITCHES)
+        # ranking channels, and the enhanced trace's refinements (the analysis reads those)
+        known = SWITCHES | frozenset(REFINEMENTS)
+        unknown = sorted(set(self.disabled_channels) - known)
         if unknown:
             raise ValueError(
-                f"unknown channel(s) {', '.join(unknown)}; choose from {', '.join(sorted(SWITCHES))}"
+                f"unknown channel(s) {', '.join(unknown)}; choose from {', '.join(sorted(known))}"
             )
         return replace(
             self,
@@ -103,6 +119,8 @@ def resolve_options(
     two_phase: bool | None = None,
     line_to_block: bool | None = None,
     log_format: str | None = None,
+    prompt_style: str | None = None,
+    prompt_budget: int | None = None,
 ) -> TriageOptions:
     """Defaults < settings < the caller's values (None = not given); validated, ``ValueError`` if bad.
 
@@ -129,6 +147,8 @@ def resolve_options(
         "two_phase": two_phase,
         "line_to_block": line_to_block,
         "log_format": log_format or None,
+        "prompt_style": prompt_style,
+        "prompt_budget": prompt_budget,
     }
     options = replace(
         base,

@@ -46,6 +46,11 @@ class Settings(BaseSettings):
         None, description="Comma-separated API keys; when set every route but /healthz requires X-API-Key"
     )
     batch_concurrency: int = Field(4, description="Batch items processed at once per worker process")
+    batch_in_flight: int = Field(
+        64,
+        description="tcfl batch with a model server: requests kept in flight for the server's continuous"
+        " batching (the most; it backs off on 429/503 and rising latency)",
+    )
     worker_enabled: bool = Field(True, description="Run the batch worker inside `tcfl serve`")
     triage_lease_s: float = Field(
         40.0, gt=0, description="A running triage not renewed this long is marked failed (its server died)"

@@ -12,11 +12,12 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from app.analysis.context import REFINEMENTS, EstimateOptions
 from app.analysis.model import Script
 from app.analysis.pipeline import analyze
 from app.analysis.render import render
 from app.localize.heuristic import has_evidence
-from app.localize.prompts import build_messages
+from app.localize.prompts import build_messages, failure_text
 from app.localize.result import RankedItem, TriageResult
 from app.options import TriageOptions
 from app.rankers import choose, make_ranker
@@ -34,6 +35,7 @@ def prepare(
 
     ``explain`` keeps each line's reason (for the stored snapshot the dashboard shows)."""
     opts = options.validated()
+    refinements_off = [name for name in opts.disabled_channels if name in REFINEMENTS]
     analysis = analyze(
         scripts,
         log,
@@ -41,13 +43,14 @@ def prepare(
         prefix_format=opts.log_format,
         variants=(opts.trace,),
         explain=explain,
+        options=EstimateOptions().without(refinements_off) if refinements_off else None,
     )
     rendered = render(analysis, opts.trace, opts.level)
     prompt_rendered = rendered
     if opts.line_to_block and opts.level == "block":
         prompt_rendered = render(analysis, opts.trace, "line")
     messages = build_messages(
-        prompt_rendered, analysis.log.error_message, opts.k, output_format=opts.output_format
+        prompt_rendered, failure_text(analysis, opts), opts.k, output_format=opts.output_format
     )
     return RankRequest(analysis, rendered, Prompt(prompt_rendered, tuple(messages)), opts)
 

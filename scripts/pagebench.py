@@ -30,7 +30,7 @@ from app.analysis.pipeline import analyze  # noqa: E402
 from app.localize.result import TriageOptions  # noqa: E402
 from app.service.api import create_app  # noqa: E402
 from app.service.snapshots import SNAPSHOT_KEY  # noqa: E402
-from app.service.store import Case, Store  # noqa: E402
+from app.service.store import Store, Submission  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from app.triage import triage_with_snapshot  # noqa: E402
 
@@ -66,7 +66,9 @@ def main() -> int:
                 log = padded_log(size)
                 result, snap = asyncio.run(triage_with_snapshot([script], log, options, client=None))
                 data = {k: v for k, v in result.to_dict().items() if k not in ("id", "status")}
-                case = Case(scripts=(script,), log=log, options={"trace": "tplus", "level": "block", "k": 3})
+                case = Submission(
+                    scripts=(script,), log=log, options={"trace": "tplus", "level": "block", "k": 3}
+                )
                 request_id = store.create_request(case)
                 store.save_result(request_id, {**data, SNAPSHOT_KEY: snap})
                 client.get(f"/triage/{request_id}")  # warm caches (templates, connection pool)

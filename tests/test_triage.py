@@ -98,11 +98,16 @@ def test_asking_for_the_model_without_a_server_falls_back_and_says_so() -> None:
     assert result.fallback_reason in result.warnings
 
 
+def heuristic_ids(k: int) -> list[str]:
+    """What the heuristic ranker itself answers on the golden case: a fallback must answer the same."""
+    return [item.id for item in run_golden(TriageOptions(ranker="heuristic", k=k)).ranking]
+
+
 def test_an_unreachable_server_falls_back_to_the_heuristic() -> None:
     result = run_golden(TriageOptions(k=2), closed_port_url(), retries=0, timeout_s=2)
     assert result.ranker == "heuristic" and result.model is None and result.tokens is None
     assert (result.fallback_reason or "").startswith("model unavailable")
-    assert [item.id for item in result.ranking] == ["BLOCK 6", "BLOCK 4"]
+    assert [item.id for item in result.ranking] == heuristic_ids(2)
 
 
 def test_the_model_ranking_is_used_and_labelled() -> None:
@@ -137,7 +142,7 @@ def test_a_garbage_answer_makes_the_heuristic_answer() -> None:
     ) as server:
         result = run_golden(TriageOptions(k=2), server.url)
     assert result.ranker == "heuristic" and result.model is None
-    assert [item.id for item in result.ranking] == ["BLOCK 6", "BLOCK 4"]
+    assert [item.id for item in result.ranking] == heuristic_ids(2)
     assert any("cut off" in w for w in result.warnings)
     assert "the heuristic ranker answered" in (result.fallback_reason or "")
 
@@ -249,3 +254,36 @@ def test_a_configured_log_format_is_used_and_a_bad_one_rejected() -> None:
     assert kept(None) == 3  # undetected prefix: the line matches both prints, so nothing is known
     with pytest.raises(ValueError, match="named group"):
         TriageOptions(log_format="(no message group)").validated()
+
+
+def test_disabled_channels_switch_off_trace_refinements_too() -> None:
+    """A refinement of the enhanced trace named in disabled_channels reaches the analysis."""
+    import textwrap
+
+    from app.triage import prepare
+
+    source = textwrap.dedent(
+        """\
+        import logging
+        log = logging.getLogger(__name__)
+
+
+        def test_finally(session):
+            try:
+                session.send()
+            finally:
+                session.close()
+        """
+    )
+    log = "Traceback (most recent call last):\n"
+    log += '  File "t.py", line 7, in test_finally\n    session.send()\nOSError\n'
+    scripts = [Script("t.py", source)]
+
+    def kept(options: TriageOptions) -> bool:
+        request = prepare(scripts, log, options)
+        return any(loc.line == 9 for loc in request.analysis.traces["tplus"].kept)
+
+    assert kept(TriageOptions(level="line"))
+    assert not kept(TriageOptions(level="line", disabled_channels=frozenset({"after-failure"})))
+    with pytest.raises(ValueError, match="unknown channel"):
+        TriageOptions(disabled_channels=frozenset({"after-failures"})).validated()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from app.analysis.cfg import FlowGraph
 from app.analysis.graphs import strongly_connected
@@ -20,7 +20,39 @@ class EstimateOptions:
     normal_return: bool = True
     log_coverage: bool = True  # missing messages count only where the log could show them
     test_selection: bool = True  # other tests of the script are not in the failing test's trace
+    log_window: bool = True  # missing messages count only after the log's first matched message
+    after_failure: bool = True  # finally blocks, tearDown, cleanups, fixture teardown run after the failure
+    setup_failure: bool = True  # a failure in setUp or a fixture: the test body did not run
+    proven_states: bool = True  # "executed" only where proven; other kept lines are "doubtful"
     path_budget: int = 100_000  # Algorithm 3 stack pops per function before the conservative fallback
+
+    def without(self, names: Iterable[str]) -> EstimateOptions:
+        """A copy with the named refinements switched off (names as in ``REFINEMENTS``).
+
+        Unknown names raise ValueError, so a typo in a disabled-channel list is not silently ignored.
+        """
+        changes: dict[str, bool] = {}
+        for name in names:
+            field_name = REFINEMENTS.get(name)
+            if field_name is None:
+                raise ValueError(f"unknown trace refinement {name!r}; one of {', '.join(REFINEMENTS)}")
+            changes[field_name] = False
+        return replace(self, **changes)
+
+
+REFINEMENTS: dict[str, str] = {
+    "call-site": "call_site_inference",
+    "termination": "termination",
+    "walk": "walk_semantics",
+    "normal-return": "normal_return",
+    "log-coverage": "log_coverage",
+    "test-selection": "test_selection",
+    "log-window": "log_window",
+    "after-failure": "after_failure",
+    "setup-failure": "setup_failure",
+    "proven-states": "proven_states",
+}
+"""Names of the enhanced trace's switchable refinements (for disabled-channel lists) -> option field."""
 
 
 NO_EVIDENCE = Evidence(State.EXE, "no-evidence", "no known statement in this function: kept whole")

@@ -43,20 +43,34 @@ def _terminal_stops(ctx: Context, stops: dict[str, int], sites: dict[str, tuple[
     """
     memo: dict[str, bool] = {}
 
-    def once(fid: str, depth: int = 0) -> bool:
-        if fid in memo:
-            return memo[fid]
-        memo[fid] = False  # recursion guard
-        fn = ctx.fn_by_id[fid]
-        calls = sites.get(fid, ()) if fn.kind == "function" else ()
-        if not calls:
-            result = True  # an entry point: the framework runs it once
-        elif len(calls) > 1 or depth > 50:
-            result = False
-        else:
+    def once(start: str) -> bool:
+        """Follow the single call site up to an entry point (iteratively; cycles and long chains: no)."""
+        chain: list[str] = []
+        fid = start
+        result: bool
+        while True:
+            if fid in memo:
+                result = memo[fid]
+                break
+            if fid in chain or len(chain) > 50:
+                result = False
+                break
+            chain.append(fid)
+            fn = ctx.fn_by_id[fid]
+            calls = sites.get(fid, ()) if fn.kind == "function" else ()
+            if not calls:
+                result = True  # an entry point: the framework runs it once
+                break
+            if len(calls) > 1:
+                result = False
+                break
             site = ctx.program.statements[calls[0]]
-            result = not ctx.in_loop(site.sid) and once(site.function, depth + 1)
-        memo[fid] = result
+            if ctx.in_loop(site.sid):
+                result = False
+                break
+            fid = site.function
+        for f in chain:
+            memo[f] = result
         return result
 
     return {
@@ -129,7 +143,19 @@ def tplus(
     frames: Sequence[Frame],
     sites: dict[str, tuple[int, ...]],
     other_tests: frozenset[str] = frozenset(),
+    *,
+    after_failure: frozenset[int] = frozenset(),
+    ran_after_failure: frozenset[int] = frozenset(),
+    not_run: frozenset[str] = frozenset(),
+    quiet: frozenset[int] = frozenset(),
 ) -> tuple[set[int], dict[int, Evidence], set[int], set[int]]:
+    """The enhanced trace: kept statements, per-statement evidence, call sites inferred exe/nexe.
+
+    ``after_failure``: statements that run after the failure (finally blocks, teardown, cleanups),
+    kept whatever termination says; ``ran_after_failure`` among them are known to run. ``not_run``:
+    tests whose setUp or fixture failed (a subset of ``other_tests``). ``quiet``: log statements whose
+    missing message is no evidence (only for the explanation).
+    """
     opts = ctx.options
     program = ctx.program
     exe = set(ctx.exe)
@@ -143,6 +169,7 @@ def tplus(
     kept_by_fn: dict[str, set[int]] = {}
     notes: dict[str, str] = {}
     removed: dict[str, str] = {}
+    stop_used: dict[str, int | None] = {}
     walks: dict[tuple[str, int | None, frozenset[int]], tuple[set[int], str]] = {}  # a function's walk
     # depends only on its own known statements and stop: recompute it only when those change
     for _round in range(50):
@@ -177,6 +204,7 @@ def tplus(
             stop = hard_stops.get(fn.fid)
             if stop is None and fn.fid in normal:
                 stop = EXIT
+            stop_used[fn.fid] = stop
             key = (fn.fid, stop, frozenset(x for x in fn.statements if x in exe or x in nexe))
             if key not in walks:
                 walks[key] = _walk(ctx.graphs[fn.fid], fn, exe, nexe, stop, opts.walk_semantics)
@@ -213,19 +241,134 @@ def tplus(
         fn = program.function(fid)
         ctx.warnings.append(f"{fn.path}: {fn.qualname}: {note}")
     kept: set[int] = set().union(*kept_by_fn.values()) if kept_by_fn else set()
+    revived: set[int] = set()
+    if after_failure:
+        for s in after_failure:
+            fid = program.statements[s].function
+            if s not in kept and fid not in other_tests and fid not in removed:
+                kept.add(s)
+                revived.add(s)
+    proven: set[int] | None = None
+    if opts.proven_states:
+        proven = set(exe) | (set(ran_after_failure) & kept)
+        for fn in funcs:
+            if kept_by_fn.get(fn.fid) and fn.fid not in notes:
+                proven |= _proven(ctx.graphs[fn.fid], fn, kept_by_fn[fn.fid], exe, stop_used.get(fn.fid))
     why: dict[int, Evidence] = {}
     other = Evidence(
         State.NEXE, "test-selection", "another test of the script; the log names the failing one"
     )
+    skipped = Evidence(
+        State.NEXE, "setup-failure", "a test whose setUp or fixture failed: its body never started"
+    )
     for fn in funcs:
         for s in fn.statements:
             if fn.fid in other_tests:
-                why[s] = other
+                why[s] = skipped if fn.fid in not_run else other
                 continue
-            why[s] = _tplus_evidence(
+            if s in revived or (s in ran_after_failure and s in kept):
+                why[s] = _after_failure_evidence(s, ran_after_failure, proven)
+                continue
+            ev = _tplus_evidence(
                 ctx, s, fn, kept, exe, nexe, hard_stops, removed, inferred_exe, inferred_nexe
             )
+            if proven is not None and ev.state is State.EXE and s not in proven:
+                ev = _doubtful(ev, s in quiet)
+            why[s] = ev
     return kept, why, inferred_exe, inferred_nexe
+
+
+def _after_failure_evidence(s: int, ran: frozenset[int], proven: set[int] | None) -> Evidence:
+    if s in ran or proven is None:
+        return Evidence(State.EXE, "after-failure", "a finally block around the failing line: it ran")
+    return Evidence(
+        State.DBT, "after-failure", "runs after the failure (finally, tearDown, cleanup, fixture teardown)"
+    )
+
+
+def _doubtful(ev: Evidence, quiet: bool) -> Evidence:
+    """A kept statement no evidence proves: on some walk through what ran, not on every one."""
+    if ev.rule == "no-evidence":
+        return Evidence(State.DBT, "no-evidence", "nothing in the log reaches this function: kept whole")
+    detail = "on a walk through every executed statement, but not on all of them: may not have run"
+    if quiet:
+        detail += "; its message could lie outside the part of the run the log holds"
+    return Evidence(State.DBT, ev.rule, detail)
+
+
+def _proven(graph: FlowGraph, fn: Function, kept: set[int], exe: set[int], stop: int | None) -> set[int]:
+    """Kept statements every walk to an executed statement (or to where the function stopped) passes.
+
+    Dominators on the kept part of the flow graph (Cooper, Harvey and Kennedy's iteration; explicit
+    stacks, so nesting depth does not matter).
+    """
+    if graph.entry is None or graph.entry not in kept:
+        return set()
+    nodes = kept | {EXIT, RAISE}
+    succ = {s: [t for t in graph.all_succ(s) if t in nodes] for s in kept}
+    targets = [s for s in fn.statements if s in exe and s in kept]
+    if stop is not None and (stop in kept or stop == EXIT):
+        targets.append(stop)
+    if not targets:
+        return set()
+    idom = _dominator_tree(succ, graph.entry)
+    out: set[int] = set()
+    for t in targets:
+        node: int | None = t
+        while node is not None and node in idom and node not in out:
+            out.add(node)
+            parent = idom[node]
+            node = None if parent == node else parent
+    return {s for s in out if s >= 0}
+
+
+def _dominator_tree(succ: dict[int, list[int]], entry: int) -> dict[int, int]:
+    """Immediate dominators (the entry maps to itself) of the nodes reachable from ``entry``."""
+    order: list[int] = []
+    seen = {entry}
+    stack: list[tuple[int, int]] = [(entry, 0)]
+    while stack:
+        node, i = stack[-1]
+        outs = succ.get(node, ())
+        if i < len(outs):
+            stack[-1] = (node, i + 1)
+            nxt = outs[i]
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append((nxt, 0))
+        else:
+            stack.pop()
+            order.append(node)
+    rpo = order[::-1]
+    num = {n: i for i, n in enumerate(rpo)}
+    preds: dict[int, list[int]] = {n: [] for n in rpo}
+    for u in rpo:
+        for v in succ.get(u, ()):
+            if v in num:
+                preds[v].append(u)
+    idom = {entry: entry}
+    changed = True
+    while changed:
+        changed = False
+        for b in rpo[1:]:
+            new: int | None = None
+            for p in preds[b]:
+                if p not in idom:
+                    continue
+                if new is None:
+                    new = p
+                    continue
+                a, c = p, new
+                while a != c:
+                    while num[a] > num[c]:
+                        a = idom[a]
+                    while num[c] > num[a]:
+                        c = idom[c]
+                new = a
+            if new is not None and idom.get(b) != new:
+                idom[b] = new
+                changed = True
+    return idom
 
 
 def _tplus_evidence(

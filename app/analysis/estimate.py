@@ -15,6 +15,7 @@ from app.analysis.callsites import call_sites, csr
 from app.analysis.cfg import BlockGraph, FlowGraph, block_graph, flow_graph
 from app.analysis.context import NO_EVIDENCE, Context, EstimateOptions, known_evidence
 from app.analysis.enhanced import tplus
+from app.analysis.lifecycle import Lifecycle
 from app.analysis.model import (
     BASE_VARIANTS,
     VARIANTS,
@@ -237,8 +238,10 @@ def to_lines(program: Program, sids: Iterable[int]) -> frozenset[Loc]:
 
 
 def _evidence_by_line(
-    program: Program, why: dict[int, Evidence], kept: frozenset[Loc]
+    program: Program, why: dict[int, Evidence], kept: frozenset[Loc], *, proven_headers: bool = False
 ) -> dict[Loc, Evidence]:
+    """Per-line evidence; ``proven_headers``: a kept def header is executed only when a line of its
+    body is, else doubtful (tplus's three states; the paper's variants keep two)."""
     out: dict[Loc, Evidence] = {}
     for s, ev in why.items():
         st = program.statements[s]
@@ -247,11 +250,16 @@ def _evidence_by_line(
     for f in program.functions:
         if f.kind != "function":
             continue
+        state = State.NEXE
+        if f.header_lines and Loc(f.path, f.header_lines[0]) in kept:
+            state = State.EXE
+            if proven_headers and not any(
+                (ev := why.get(s)) is not None and ev.state is State.EXE for s in f.statements
+            ):
+                state = State.DBT
         for ln in f.header_lines:
             loc = Loc(f.path, ln)
-            out[loc] = Evidence(
-                State.EXE if loc in kept else State.NEXE, "header", f"header of `{f.qualname}`"
-            )
+            out[loc] = Evidence(state if loc in kept else State.NEXE, "header", f"header of `{f.qualname}`")
     return out
 
 
@@ -268,11 +276,13 @@ def estimate(
     other_tests: frozenset[str] = frozenset(),
     variants: Collection[str] | None = None,
     sites: dict[str, tuple[int, ...]] | None = None,
+    life: Lifecycle | None = None,
 ) -> Estimation:
     """The faithful variants of the paper plus ``tplus``, from Algorithm 1's output.
 
     ``variants`` (canonical names) limits the work to what is asked: triage needs one trace,
-    only `tcfl trace` and evaluation need all of them (None).
+    only `tcfl trace` and evaluation need all of them (None). ``silent``, ``other_tests`` and
+    ``life`` feed only ``tplus``; the paper's variants never read them.
     """
     opts = options or EstimateOptions()
     wanted = set(VARIANTS if variants is None else variants)
@@ -330,17 +340,43 @@ def estimate(
     inf_exe: set[int] | frozenset[int] = frozenset()
     inf_nexe: set[int] | frozenset[int] = frozenset()
     if "tplus" in wanted:
+        quiet = set(silent) if opts.log_coverage else set()
+        excluded = set(other_tests) if opts.test_selection else set()
+        after: frozenset[int] = frozenset()
+        if life is not None:
+            if opts.log_window:
+                quiet |= life.before_window
+            if opts.after_failure:
+                quiet |= life.after_failure_log
+                after = life.after_failure | life.ran_after_failure
+            if opts.setup_failure:
+                excluded |= life.not_run_tests
         plus_ctx = ctx
-        if opts.log_coverage and silent:
+        if quiet:
             plus_ctx = Context(
-                program, graphs, match.exe, match.nexe - match.exe - silent, opts, match.error_sids
+                program, graphs, match.exe, match.nexe - match.exe - frozenset(quiet), opts, match.error_sids
             )
-        excluded = other_tests if opts.test_selection else frozenset()
-        kept_plus, why_plus, inf_exe, inf_nexe = tplus(plus_ctx, error_frames, sites, excluded)
+        kept_plus, why_plus, inf_exe, inf_nexe = tplus(
+            plus_ctx,
+            error_frames,
+            sites,
+            frozenset(excluded),
+            after_failure=after,
+            ran_after_failure=life.ran_after_failure
+            if life is not None and opts.after_failure
+            else frozenset(),
+            not_run=life.not_run_tests if life is not None and opts.setup_failure else frozenset(),
+            quiet=frozenset(quiet),
+        )
         ctx.warnings.extend(w for w in plus_ctx.warnings if w not in ctx.warnings)
         kept_lines = to_lines(program, kept_plus)
         traces["tplus"] = Trace(
-            "tplus", kept_lines, total, _evidence_by_line(program, why_plus, kept_lines) if explain else {}
+            "tplus",
+            kept_lines,
+            total,
+            _evidence_by_line(program, why_plus, kept_lines, proven_headers=opts.proven_states)
+            if explain
+            else {},
         )
     ordered = {name: traces[name] for name in VARIANTS if name in traces}
     return Estimation(ordered, tuple(ctx.warnings), frozenset(inf_exe), frozenset(inf_nexe))

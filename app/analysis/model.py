@@ -156,7 +156,7 @@ class LogStatement:
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LogMessage:
     """One message of the log, its prefix (timestamp, level, logger) stripped."""
 

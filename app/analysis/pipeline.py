@@ -6,7 +6,6 @@ parse -> log statements -> log parsing -> error statements -> Algorithm 1 -> CFG
 from __future__ import annotations
 
 import gc
-import re
 import threading
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
@@ -18,15 +17,14 @@ from app.analysis.callsites import call_sites
 from app.analysis.cfg import build_blocks, flow_graph
 from app.analysis.coverage import log_coverage
 from app.analysis.estimate import EstimateOptions, estimate
+from app.analysis.lifecycle import lifecycle
 from app.analysis.logparse import match_script_path, parse_log
+from app.analysis.logparse.frames import realign
 from app.analysis.logstatements import DEFAULT_LOG_FUNCTIONS, find_log_statements
 from app.analysis.matching import match_messages
 from app.analysis.model import Analysis, Frame, LogStatement, Program, Script
-from app.analysis.selection import select_tests
+from app.analysis.selection import is_test_function, select_tests
 from app.analysis.source import LineIndex, line_index, normalize_newlines, parse_program, parse_tree
-
-SKEW_WINDOW = 6  # lines a traceback's line number may be off by (reporters run slightly different copies)
-_SPACE = re.compile(r"\s+")
 
 
 def analyze(
@@ -120,6 +118,15 @@ def _analyze(
     )
     if options is None or options.log_coverage:
         warnings.extend(coverage.reasons)
+    life = lifecycle(
+        program,
+        index,
+        match,
+        frames,
+        (s.sid for s in log_statements if s.is_static and s.sid is not None),
+        sites,
+        (f.fid for f in program.functions if f.kind == "function" and is_test_function(f.name)),
+    )
     estimation = estimate(
         program,
         match,
@@ -132,6 +139,7 @@ def _analyze(
         other_tests=selection.others,
         variants=variants,
         sites=sites,
+        life=life,
     )
     warnings.extend(estimation.warnings)
     return Analysis(
@@ -172,7 +180,7 @@ def _script_frames(
         if path is None:
             continue
         lines = files[path].lines
-        line = _realign(lines, frame.line, frame.code)
+        line = realign(lines, frame.line, frame.code)
         if line is None:
             warnings.append(
                 f"traceback frame {frame.path}:{frame.line} is outside {path} ({len(lines)} lines); ignored"
@@ -185,23 +193,3 @@ def _script_frames(
             )
         out.append(replace(frame, path=path, line=line))
     return out, warnings
-
-
-def _realign(lines: Sequence[str], line: int, code: str | None) -> int | None:
-    """The frame's line, or the nearest line within the skew window holding the printed code."""
-    in_range = 1 <= line <= len(lines)
-    if not code:
-        return line if in_range else None
-    want = _SPACE.sub(" ", code).strip()
-    if in_range and _same_code(lines[line - 1], want):
-        return line
-    for delta in range(1, SKEW_WINDOW + 1):
-        for cand in (line - delta, line + delta):
-            if 1 <= cand <= len(lines) and _same_code(lines[cand - 1], want):
-                return cand
-    return line if in_range else None
-
-
-def _same_code(source_line: str, want: str) -> bool:
-    have = _SPACE.sub(" ", source_line).strip()
-    return bool(want) and (have == want or (len(want) >= 12 and have.startswith(want)))

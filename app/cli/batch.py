@@ -33,7 +33,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--out", required=True, type=Path, help="where to write one result per line (JSONL)")
     parser.add_argument("--resume", action="store_true", help="continue the previous run of this same input")
-    parser.add_argument("--concurrency", type=int, help="items at once (default TCFL_BATCH_CONCURRENCY)")
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        help="items at once (default: TCFL_BATCH_IN_FLIGHT with a model server, else TCFL_BATCH_CONCURRENCY)",
+    )
     parser.add_argument(
         "--model-url", help="OpenAI-compatible base URL ending in /v1 (overrides TCFL_MODEL_URL)"
     )
@@ -85,9 +89,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             print(f"tcfl batch: resuming batch {batch_id}", file=sys.stderr)
         worker_id = args.worker_id or f"{socket.gethostname()}:batch:{digest[:12]}"
-        asyncio.run(
-            _work(store, settings, batch_id, worker_id, args.concurrency or settings.batch_concurrency)
-        )
+        asyncio.run(_work(store, settings, batch_id, worker_id, in_flight(args.concurrency, settings)))
         rows = store.batch_results(batch_id)
     finally:
         store.close()
@@ -99,6 +101,13 @@ def run(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return 1 if failed or skipped else 0
+
+
+def in_flight(concurrency: int | None, settings: Settings) -> int:
+    """Items at once: enough for a model server's continuous batching, else a few for the static phase."""
+    if concurrency is not None:
+        return concurrency
+    return settings.batch_in_flight if settings.model_url else settings.batch_concurrency
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -226,7 +235,9 @@ async def _work(store: Any, settings: Settings, batch_id: int, worker_id: str, c
     from app.service.metrics import Metrics
     from app.service.runner import Runner
 
-    client = ModelClient.from_settings(settings)
+    client = ModelClient.from_settings(
+        settings.model_copy(update={"model_concurrency": max(concurrency, settings.model_concurrency)})
+    )
     try:
         worker = Worker(
             store,

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from app.ci import CiReport
 from app.cli import UsageError
 from app.emit import FORMATS
 from app.ingest import FORMATS as RESULT_FORMATS
@@ -99,7 +100,9 @@ def run(args: argparse.Namespace) -> int:
     return 1 if report.untriaged else 0
 
 
-async def _triage(results, checkout, options, client, max_files):  # type: ignore[no-untyped-def]
+async def _triage(
+    results: Results, checkout: Checkout, options: TriageOptions, client: ModelClient | None, max_files: int
+) -> CiReport:
     from app.ci import triage_results
 
     try:

@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from app.analysis.context import REFINEMENTS
 from app.analysis.estimate import EstimateOptions
 from app.analysis.model import TRACE_ALIASES, VARIANTS, Analysis, Loc, State, resolve_variant
 from app.analysis.pipeline import analyze
@@ -33,6 +34,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--variant", default="tplus", help="variant whose per-line states the report shows")
     for flag in ("call-site-inference", "termination", "walk-semantics", "normal-return"):
         p.add_argument(f"--no-{flag}", action="store_true", help=f"tplus without {flag.replace('-', ' ')}")
+    p.add_argument(
+        "--without",
+        action="append",
+        default=[],
+        choices=sorted(REFINEMENTS),
+        metavar="RULE",
+        help=f"tplus without this refinement (repeatable): {', '.join(sorted(REFINEMENTS))}",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output (DESIGN section 3)")
     p.set_defaults(func=run)
 
@@ -45,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
         termination=not args.no_termination,
         walk_semantics=not args.no_walk_semantics,
         normal_return=not args.no_normal_return,
-    )
+    ).without(args.without)
     try:
         settings = get_settings()
         resolved = resolve_options(settings, log_functions=args.log_function, log_format=args.log_format)
@@ -110,7 +119,8 @@ def trace_report(analysis: Analysis, extra_warnings: list[str] | None = None) ->
                 ev = analysis.traces[name].evidence.get(loc)
                 kept = loc in analysis.traces[name].kept
                 row[name] = {
-                    "state": (ev.state.value if ev else ("executed" if kept else "not_executed")),
+                    # a kept line without a rule (a class header) is not proven: doubtful
+                    "state": (ev.state.value if ev else ("doubtful" if kept else "not_executed")),
                     "kept": kept,
                     "rule": ev.rule if ev else "",
                     "why": ev.detail if ev else "",
@@ -202,7 +212,7 @@ def format_trace(analysis: Analysis, variant: str, extra_warnings: list[str]) ->
     out.append(f"Log format: {analysis.log.format}; messages: {len(analysis.log.messages)}")
     out.append("")
     trace = analysis.traces[variant]
-    out.append(f"Per line, variant {variant}: + kept, state, rule: why")
+    out.append(f"Per line, variant {variant}: + kept, state (exe proven, dbt kept unproven, nexe), rule: why")
     state_word = {State.EXE: "exe ", State.NEXE: "nexe", State.DBT: "dbt ", State.UNKNOWN: "?   "}
     for sf in analysis.program.files:
         out.append(f"== {sf.path}")
@@ -211,7 +221,7 @@ def format_trace(analysis: Analysis, variant: str, extra_warnings: list[str]) ->
             loc = Loc(sf.path, ln)
             ev = trace.evidence.get(loc)
             kept = loc in trace.kept
-            state = state_word[ev.state] if ev else ("exe " if kept else "nexe")
+            state = state_word[ev.state] if ev else ("dbt " if kept else "nexe")
             why = f"{ev.rule}: {ev.detail}" if ev else ""
             code = sf.lines[ln - 1]
             if len(code) > 70:

@@ -6,6 +6,8 @@ import argparse
 import asyncio
 import json
 import sys
+import time
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -16,7 +18,7 @@ from app.cli import UsageError
 from app.cli.io import read_log, read_scripts
 from app.localize.prompts import OUTPUT_FORMATS
 from app.localize.result import TriageResult
-from app.options import TriageOptions, resolve_options
+from app.options import PROMPT_STYLES, TriageOptions, resolve_options
 from app.rankers import AUTO, ranker_names
 from app.settings import Settings, get_settings
 from app.triage import triage
@@ -26,6 +28,7 @@ if TYPE_CHECKING:
 
 CODE_PREVIEW_LINES = 4
 EVIDENCE_LINES = 3  # evidence records shown under each ranked element
+GUESS_EXIT = 3  # ranked, but nothing in the failure pointed anywhere: the ranking is a guess
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -49,6 +52,17 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--model", metavar="NAME", help="model name (default: TCFL_MODEL, else the server's first model)"
     )
     p.add_argument("--output-format", choices=OUTPUT_FORMATS, help="json_schema (default) or paper")
+    p.add_argument(
+        "--prompt-style",
+        choices=PROMPT_STYLES,
+        help="full (default: error, script frames, log window) or paper (the error message alone)",
+    )
+    p.add_argument(
+        "--prompt-budget",
+        type=int,
+        metavar="TOKENS",
+        help="tokens of log context in the prompt (default 400)",
+    )
     p.add_argument(
         "--two-phase", action="store_true", help="rank functions first, then elements inside the top ones"
     )
@@ -74,6 +88,18 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="log prefix format: a known name (avocado, python, ...) or a regex with (?P<msg>...)",
     )
     p.add_argument("--test-id", help="label stored with the result (the dashboard filters on it)")
+    p.add_argument(
+        "--test",
+        metavar="KEY",
+        help="the failing test's key in the CI history (tcfl ingest); with --history auto, its runs"
+        " are fused into the ranking",
+    )
+    p.add_argument(
+        "--history",
+        choices=("auto", "off"),
+        default="auto",
+        help="use the test's recorded CI history when --test is given (default auto)",
+    )
     p.set_defaults(func=run)
 
 
@@ -98,6 +124,8 @@ def run(args: argparse.Namespace) -> int:
             two_phase=args.two_phase or None,
             line_to_block=args.line_to_block or None,
             log_format=args.log_format,
+            prompt_style=args.prompt_style,
+            prompt_budget=args.prompt_budget,
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
@@ -109,11 +137,14 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from exc
     if options.ranker == "llm" and client is None:
         raise UsageError("--ranker llm needs a model server: pass --model-url or set TCFL_MODEL_URL")
+    history, history_warnings = _history(settings, args, options, client)
+    if history:
+        options = replace(options, ranker="history")
     try:
-        result = asyncio.run(_triage(scripts, log, options, client))
+        result = asyncio.run(_triage(scripts, log, options, client, history))
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
-    result_warnings = [*warnings, *log_warnings]
+    result_warnings = [*warnings, *log_warnings, *history_warnings]
     body = result.to_dict()
     body["warnings"] = [*result_warnings, *body["warnings"]]
     saved = (
@@ -135,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
                 f"\nSaved as triage {saved} in {safe_url(settings.database_url)}"
                 f" (see it with `tcfl serve`: /triage/{saved})\n"
             )
-    return 0
+    return 0 if result.evidence_found or not result.ranking else GUESS_EXIT
 
 
 def _client(settings: Settings, options: TriageOptions, model_url: str | None) -> ModelClient | None:
@@ -157,9 +188,9 @@ def _store(
     warnings: list[str],
 ) -> int | None:
     """Record the triage like the API does; a database problem is a warning, never a lost result."""
-    from app.service.store import Case, Store, safe_url
+    from app.service.store import Store, Submission, safe_url
 
-    case = Case(scripts=tuple(scripts), log=log, options=options.to_dict(), test_id=test_id)
+    case = Submission(scripts=tuple(scripts), log=log, options=options.to_dict(), test_id=test_id)
     try:
         store = Store.open(settings.database_url)
         try:
@@ -176,10 +207,47 @@ def _store(
         return None
 
 
+def _history(
+    settings: Settings, args: argparse.Namespace, options: TriageOptions, client: ModelClient | None
+) -> tuple[tuple[Any, ...], list[str]]:
+    """The test's recorded runs, when asked for and the ranker may fuse them (not the model's)."""
+    key = args.test
+    if not key or args.history == "off":
+        return (), []
+    if options.ranker not in ("auto", "heuristic", "history") or (options.ranker == "auto" and client):
+        return (), [f"--history applies to the heuristic ranker; the {options.ranker} ranker ranked alone"]
+    from app.service.history_store import HistoryStore
+    from app.service.store import Store, safe_url
+
+    try:
+        store = Store.open(settings.database_url)
+        try:
+            runs = tuple(HistoryStore(store).history_runs(key))
+        finally:
+            store.close()
+    except Exception as exc:  # no history is a warning, never a failed triage
+        return (), [
+            f"CI history not read from {safe_url(settings.database_url)}: {type(exc).__name__}: {exc}"
+        ]
+    if not runs:
+        return (), [f"no CI history with traces recorded for test {key!r} (tcfl ingest): ranked without it"]
+    return runs, []
+
+
 async def _triage(
-    scripts: list[Script], log: str, options: TriageOptions, client: ModelClient | None
+    scripts: list[Script],
+    log: str,
+    options: TriageOptions,
+    client: ModelClient | None,
+    history: tuple[Any, ...] = (),
 ) -> TriageResult:
     try:
+        if history:
+            from app.triage import prepare, rank
+
+            started = time.perf_counter()
+            request = replace(prepare(scripts, log, options), history=history)
+            return await rank(request, client=client, started=started)
         return await triage(scripts, log, options, client=client)
     finally:
         if client is not None:

@@ -1,8 +1,9 @@
 """Channel ablation: the heuristic ranker with each evidence channel switched off in turn.
 
 One analysis per case; per level, the full ranker, the stack-trace baseline and one ranking per
-disabled channel, scored with the paper's Hit@k and MAP@k (equations (1)-(2)). Channels are
-whatever ``app.localize.evidence.SWITCHES`` names, so switches added later show up here too.
+disabled channel, scored with the paper's Hit@k and MAP@k (equations (1)-(2)). Rows are the
+heuristic's channels and the analysis switches (``app.localize.evidence.ABLATED``), so switches
+added later show up here too.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from app.eval.cases import Case
 from app.eval.metrics import rank_scores
 from app.eval.runner import faulty_elements
 from app.localize.channels import Context
-from app.localize.evidence import SWITCHES
+from app.localize.evidence import ABLATED
 from app.localize.heuristic import rank_heuristic, rank_stacktrace
 
 ABLATION_LEVELS: tuple[str, ...] = ("block", "line")
@@ -61,7 +62,7 @@ def channel_ablation(
     progress: Callable[[int, int, str], None] = lambda *_: None,
 ) -> dict[str, dict[str, Scores]]:
     """Row (all channels, the baseline, ``-<channel>``) -> level -> scores over cases with a fault there."""
-    rows = [FULL, BASELINE, *(f"-{name}" for name in sorted(SWITCHES))]
+    rows = [FULL, BASELINE, *(f"-{name}" for name in ABLATED)]
     collected: dict[str, dict[str, list[tuple[list[str], frozenset[str]]]]] = {
         row: {level: [] for level in levels} for row in rows
     }
@@ -84,7 +85,7 @@ def channel_ablation(
                 FULL: rank_heuristic(analysis, rendered, DEPTH, context=context),
                 BASELINE: rank_stacktrace(analysis, rendered, DEPTH, context=context),
             }
-            for name in sorted(SWITCHES):
+            for name in ABLATED:
                 ranked[f"-{name}"] = rank_heuristic(
                     analysis, rendered, DEPTH, disabled={name}, context=context
                 )

@@ -33,9 +33,26 @@ class Channel(StrEnum):
     HISTORY_VALUE = "history_value"  # CI history: a logged value class seen only in failing runs
 
 
-# Names an ablation may switch off: the ranking channels (the model is not one). Analysis rules
-# that can be switched off add their names here.
-SWITCHES: frozenset[str] = frozenset(str(c) for c in Channel if c is not Channel.MODEL)
+# The channels of the built-in heuristic ranker, in the order ablations report them.
+HEURISTIC_CHANNELS: tuple[Channel, ...] = (
+    Channel.TRACEBACK,
+    Channel.PSEUDO_ERROR,
+    Channel.CHECK,
+    Channel.DATA,
+    Channel.VALUE,
+    Channel.EXCEPTION,
+    Channel.SMELL,
+    Channel.MESSAGE,
+    Channel.PROXIMITY,
+    Channel.LEXICAL,
+    Channel.STRUCTURE,
+)
+# Analysis rules that can be switched off under the same option (``disabled_channels``) add their
+# names here; the channel ablation of ``tcfl eval --ablate`` reports every switch.
+ANALYSIS_SWITCHES: frozenset[str] = frozenset()
+# Names ``disabled_channels`` accepts: every channel (the history channels too) but the model's.
+SWITCHES: frozenset[str] = frozenset(str(c) for c in Channel if c is not Channel.MODEL) | ANALYSIS_SWITCHES
+ABLATED: tuple[str, ...] = (*(str(c) for c in HEURISTIC_CHANNELS), *sorted(ANALYSIS_SWITCHES))
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from app.analysis.model import Analysis, Loc
 from app.analysis.render import Element, RenderedCode
 from app.localize.channels import Context, Scores, Signal
-from app.localize.channels.dataflow import check_scores, checks_in_place, data_scores, is_check
+from app.localize.channels.dataflow import check_scores, checks_in_place, data_scores, guards, is_check
 from app.localize.channels.exceptions import exception_scores, smell_scores
 from app.localize.channels.lexical import bm25, code_tokens, normalized_bm25, query_tokens
 from app.localize.channels.message import last_logged, message_scores, proximity_scores
@@ -91,7 +91,11 @@ def _channel_scores(ctx: Context, rendered: RenderedCode, disabled: frozenset[st
         if on[Channel.PSEUDO_ERROR] and pseudo:
             site = max(pseudo, key=lambda s: (pseudo[s].value, -s))
     check_site = site if on[Channel.CHECK] and site is not None and is_check(ctx, site) else None
-    guarded = check_site if check_site is not None and not checks_in_place(ctx, check_site) else None
+    guarded = (
+        check_site
+        if check_site is not None and not checks_in_place(ctx, check_site) and guards(ctx, check_site)
+        else None
+    )
     scores: dict[Channel, Scores] = {
         Channel.TRACEBACK: traceback_scores(ctx, frames, guarded),
         Channel.PSEUDO_ERROR: pseudo,

@@ -25,6 +25,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
+from app.localize.inflight import OVERLOAD_STATUS, AdaptiveLimit
+
 if TYPE_CHECKING:
     from collections.abc import Callable
     from types import TracebackType
@@ -135,9 +137,10 @@ class CircuitBreaker:
 class _Retryable(Exception):
     """One failed attempt worth retrying; ``retry_after`` is the server's hint in seconds."""
 
-    def __init__(self, reason: str, retry_after: float | None = None) -> None:
+    def __init__(self, reason: str, retry_after: float | None = None, status: int | None = None) -> None:
         super().__init__(reason)
         self.retry_after = retry_after
+        self.status = status
 
 
 def normalize_base_url(url: str) -> str:
@@ -206,7 +209,7 @@ class ModelClient:
         self._calls: set[asyncio.Task[Any]] = set()
         self._closing = False
         self._model_lock = asyncio.Lock()
-        self._slots = asyncio.Semaphore(concurrency)
+        self._slots = AdaptiveLimit(concurrency)  # backs off on 429/503 and rising latency
         headers = {"Accept": "application/json"}
         if api_key:
             headers["Authorization"] = f"Bearer {api_key}"
@@ -386,13 +389,18 @@ class ModelClient:
                     left = deadline - time.monotonic()
                     if left <= 0:
                         raise _Retryable(f"no answer within {self.timeout_s:g} s")
+                    sent = time.perf_counter()
                     try:
                         async with asyncio.timeout(left):
                             body = await self._attempt(method, path, payload)
                     except TimeoutError:
                         raise _Retryable(f"no complete answer within {self.timeout_s:g} s") from None
+                    if method == "POST":  # completions only: a model listing says nothing of load
+                        self._slots.observed(time.perf_counter() - sent)
                     return read(body), attempt + 1
             except _Retryable as exc:
+                if exc.status in OVERLOAD_STATUS:
+                    self._slots.overloaded()
                 reason = str(exc)
                 if attempt + 1 == attempts:
                     break
@@ -426,7 +434,9 @@ class ModelClient:
         status = response.status_code
         if status in _RETRYABLE_STATUS or status >= 500:
             raise _Retryable(
-                f"HTTP {status}: {_error_text(response)}", _retry_after(response.headers.get("retry-after"))
+                f"HTTP {status}: {_error_text(response)}",
+                _retry_after(response.headers.get("retry-after")),
+                status,
             )
         if status != 200:
             raise ModelError(

@@ -11,14 +11,23 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
+from app.analysis.model import Analysis, Frame, ParsedLog
 from app.analysis.render import RenderedCode
 from app.localize.schema import RESPONSE_KEYS
 
 OUTPUT_FORMATS: tuple[str, ...] = ("json_schema", "paper")
+PROMPT_STYLES: tuple[str, ...] = ("full", "paper")
+"""``paper``: {err_msg} is the error message alone (Figure 4 exactly); ``full``: the failure as the log
+tells it (the error message, the traceback frames in the scripts, a window of the log before it)."""
+DEFAULT_BUDGET = 400  # tokens for the failure context beyond the error message itself
+CHARS_PER_TOKEN = 4  # a tokenizer-free estimate that holds for English and code with BPE vocabularies
+_MESSAGE_CHARS = 300  # one log message is cut to this many characters in the window
 PLACEHOLDERS: frozenset[str] = frozenset(
     {
         "programming_language",
@@ -85,6 +94,106 @@ def load_templates(directory: Path = PROMPTS_DIR) -> dict[str, PromptTemplate]:
             )
         templates[level] = parse_template(path.read_text(encoding="utf-8"), name=str(path))
     return templates
+
+
+def failure_context(
+    log: ParsedLog, frames: Sequence[Frame], *, style: str = "full", budget: int = DEFAULT_BUDGET
+) -> str:
+    """The text for ``{err_msg}``: the error message, then (style ``full``) what led to it.
+
+    The traceback frames that point into the scripts (outermost first, with the code the log
+    printed), then a window of the log's messages around the failure: the messages just before
+    it are the likeliest to explain it, so the window is filled from the failure backwards (most
+    recent first) until the token ``budget`` is spent, with a quarter of it for what the log says
+    after the failure (teardown, cleanups); it is printed in log order. The error message itself
+    is never cut.
+    """
+    if style not in PROMPT_STYLES:
+        raise ValueError(f"unknown prompt style {style!r}; expected one of {', '.join(PROMPT_STYLES)}")
+    error = log.error_message.strip() or "(no error message found in the log)"
+    if style == "paper" or budget <= 0:
+        return error
+    left = budget * CHARS_PER_TOKEN
+    parts = [error]
+    if frames:
+        rows = []
+        for f in frames:
+            row = f"  {f.path}:{f.line}" + (f" in {f.function}" if f.function else "")
+            if f.code:
+                row += f": {f.code.strip()[:_MESSAGE_CHARS]}"
+            rows.append(row)
+        block = "Traceback frames in the test scripts (outermost first):\n" + "\n".join(rows)
+        if len(block) <= left:
+            parts.append(block)
+            left -= len(block)
+    window = _log_window(log, frames, left)
+    if window:
+        parts.append(window)
+    return "\n\n".join(parts)
+
+
+def failure_text(analysis: Analysis, options: Any) -> str:
+    """``{err_msg}`` for one analysis under a triage's options (``prompt_style``, ``prompt_budget``)."""
+    return failure_context(
+        analysis.log,
+        analysis.error_frames,
+        style=getattr(options, "prompt_style", "full"),
+        budget=getattr(options, "prompt_budget", DEFAULT_BUDGET),
+    )
+
+
+def _failure_line(log: ParsedLog, frames: Sequence[Frame]) -> int:
+    """The log line where the failure shows: its last traceback's first frame, else the error text."""
+    last = max((f.traceback for f in log.frames), default=None)
+    if last is not None:
+        return min(f.log_line for f in log.frames if f.traceback == last)
+    first = log.error_message.strip().split("\n", 1)[0]
+    if first:
+        for m in reversed(log.messages):
+            if first in m.text or m.text in first:
+                return m.line
+    return max((m.end_line for m in log.messages), default=0) + 1
+
+
+def _log_window(log: ParsedLog, frames: Sequence[Frame], chars: int) -> str:
+    if chars <= 0 or not log.messages:
+        return ""
+    fail = _failure_line(log, frames)
+    error_lines = set(log.error_message.strip().split("\n"))
+    before = [m for m in log.messages if m.end_line < fail and m.text not in error_lines]
+    after = [m for m in log.messages if m.line > fail and m.text not in error_lines]
+    header = "Log messages around the failure (log line: message):"
+    chars -= len(header) + 1
+    after_share = chars // 4 if after else 0
+    chosen: list[tuple[int, str]] = []
+    spent = 0
+    for m in reversed(before):  # most recent first
+        row = _row(m.line, m.text)
+        if spent + len(row) + 1 > chars - after_share:
+            break
+        chosen.append((m.line, row))
+        spent += len(row) + 1
+    marker = f"  {fail}: --- the failure ---"
+    if after and spent + len(marker) + 1 <= chars:
+        chosen.append((fail, marker))
+        spent += len(marker) + 1
+        for m in after:
+            row = _row(m.line, m.text)
+            if spent + len(row) + 1 > chars:
+                break
+            chosen.append((m.line, row))
+            spent += len(row) + 1
+    if not chosen:
+        return ""
+    chosen.sort(key=lambda item: item[0])
+    return header + "\n" + "\n".join(row for _, row in chosen)
+
+
+def _row(line: int, text: str) -> str:
+    flat = " ".join(text.split())
+    if len(flat) > _MESSAGE_CHARS:
+        flat = flat[: _MESSAGE_CHARS - 3] + "..."
+    return f"  {line}: {flat}"
 
 
 def build_messages(

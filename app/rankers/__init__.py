@@ -17,6 +17,7 @@ _REGISTRY: dict[str, str] = {
     "llm": "app.rankers.llm:LlmRanker",
     "heuristic": "app.rankers.heuristic:HeuristicRanker",
     "stacktrace": "app.rankers.stacktrace:StacktraceRanker",
+    "history": "app.rankers.history:HistoryRanker",
 }
 AUTO = "auto"
 

@@ -7,6 +7,7 @@ from typing import Protocol
 
 from app.analysis.model import Analysis
 from app.analysis.render import Element, RenderedCode
+from app.history.rank import HistoryRun
 from app.localize.evidence import Evidence
 from app.localize.repair import PostprocessCounts
 from app.options import TriageOptions
@@ -39,6 +40,8 @@ class RankRequest:
     # the heuristic's best picks for ``rendered``, computed ahead where the analysis ran (the
     # service's worker process), so ranking in the server does not redo that work
     heuristic: tuple[RenderedCode, tuple[Pick, ...]] | None = field(default=None, compare=False, repr=False)
+    # earlier runs of the failing test and its siblings (oldest first), for the history ranker
+    history: tuple[HistoryRun, ...] = field(default=(), compare=False, repr=False)
 
 
 @dataclass(frozen=True)

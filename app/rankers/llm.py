@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from app.analysis.model import Loc
 from app.analysis.render import Element, RenderedCode, render
 from app.localize.llm import Completion, ModelClient, ModelError, ModelUnavailable
-from app.localize.prompts import build_messages, parse_answer
+from app.localize.prompts import build_messages, failure_text, parse_answer
 from app.localize.repair import PostprocessCounts, lines_to_blocks, repair
 from app.localize.schema import ranking_schema
 from app.rankers.base import Pick, RankAnswer, RankRequest
@@ -124,7 +124,9 @@ async def _two_phase(
     analysis, opts = request.analysis, request.options
     functions = render(analysis, opts.trace, "function")
     top_k = min(TWO_PHASE_FUNCTIONS, len(functions.elements))
-    messages = build_messages(functions, analysis.log.error_message, top_k, output_format=opts.output_format)
+    messages = build_messages(
+        functions, failure_text(analysis, opts), top_k, output_format=opts.output_format
+    )
     top = await _ask(client, messages, functions, top_k, opts, run)
     if not top:
         phase_one = replace(request, rendered=functions)
@@ -138,7 +140,7 @@ async def _two_phase(
     inner = render(narrowed, opts.trace, opts.level)
     if not inner.elements:
         return ()
-    messages = build_messages(inner, analysis.log.error_message, k, output_format=opts.output_format)
+    messages = build_messages(inner, failure_text(analysis, opts), k, output_format=opts.output_format)
     chosen = await _ask(client, messages, inner, k, opts, run)
     by_id = {e.id: e for e in request.rendered.elements}
     return tuple(by_id.get(e.id, e) for e in chosen)

@@ -84,6 +84,7 @@ def create_app(settings: Settings | None = None, *, worker_id: str | None = None
     app.include_router(batches.router, dependencies=keyed)
     app.include_router(history.router, dependencies=keyed)
     app.include_router(ingest.router, dependencies=keyed)
+    app.include_router(ingest.pages, dependencies=keyed)
     _include_dashboard(app, keyed)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app

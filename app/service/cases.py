@@ -18,7 +18,7 @@ from app.analysis.limits import InputTooCostly, check_text
 from app.analysis.model import Script
 from app.options import TriageOptions, resolve_options
 from app.service.schemas import BatchRequest, TriageRequest
-from app.service.store import Case
+from app.service.store import Submission
 from app.settings import Settings
 
 _REQUEST = TypeAdapter(TriageRequest)
@@ -59,7 +59,7 @@ def check_batch_size(count: int, settings: Settings) -> None:
         raise LimitExceeded(f"{count} cases exceed max_cases_per_batch={settings.max_cases_per_batch}")
 
 
-def to_case(request: TriageRequest, settings: Settings, *, where: str = "") -> Case:
+def to_case(request: TriageRequest, settings: Settings, *, where: str = "") -> Submission:
     """Check limits, resolve defaults from settings, and check the options the pipeline will get."""
     check_limits(request, settings, where=where)
     try:
@@ -78,7 +78,7 @@ def to_case(request: TriageRequest, settings: Settings, *, where: str = "") -> C
     if options["ranker"] == "llm" and not settings.model_url:
         raise InvalidInput(f"{where}ranker 'llm' needs a model server, and TCFL_MODEL_URL is not set")
     scripts = tuple(Script(path=s.path, content=s.content) for s in request.scripts)
-    return Case(scripts=scripts, log=request.log, options=options, test_id=request.test_id)
+    return Submission(scripts=scripts, log=request.log, options=options, test_id=request.test_id)
 
 
 def triage_options(options: dict[str, Any]) -> TriageOptions:
@@ -140,7 +140,7 @@ def request_from_benchmark(case: dict[str, Any]) -> TriageRequest:
         raise InvalidInput(_first_errors(exc)) from None
 
 
-def input_hash(cases: Sequence[Case]) -> str:
+def input_hash(cases: Sequence[Submission]) -> str:
     """Identifies a batch input by content, so ``--resume`` finds the run it continues."""
     digest = hashlib.sha256()
     for case in cases:

@@ -31,10 +31,11 @@ from sqlalchemy.orm import Mapped, Session, mapped_column
 from app.analysis.logparse import parse_log
 from app.analysis.model import State
 from app.analysis.pipeline import analyze
+from app.history.rank import HistoryRun
 from app.history.records import RunRecord, env_fingerprint
 from app.history.signatures import Run, classify, err_sig, first_bad_version, is_flaky
 from app.history.versions import content_hash, version_id
-from app.service.store import Base, Store, _aware, _iso, _pack, _unpack, utcnow
+from app.service.store import Base, ScriptRow, Store, _aware, _iso, _pack, _unpack, utcnow
 
 RETENTION_DAYS = 180
 RETENTION_RUNS = 500
@@ -355,6 +356,60 @@ class HistoryStore:
                 .values(log_z=None)
             ).rowcount
         return {"runs": dropped, "failing_logs": int(fail_logs or 0), "passing_logs": int(pass_logs or 0)}
+
+    def history_runs(
+        self, key: str, *, target_version: str | None = None, limit: int = 30
+    ) -> list[HistoryRun]:
+        """The test's last ``limit`` runs with a trace, oldest first, as the history ranker reads them.
+
+        ``target_version`` is the failure's version (default: the newest in the history); a run's
+        ``versions_apart`` counts the versions seen between its own and that one.
+        """
+        with self.store._tx() as session:
+            test = session.execute(select(TestRow).where(TestRow.key == key)).scalar_one_or_none()
+            if test is None:
+                return []
+            rows = (
+                session.execute(
+                    select(RunRow)
+                    .where(
+                        RunRow.test_id == test.id, RunRow.trace.is_not(None), RunRow.version_id.is_not(None)
+                    )
+                    .order_by(RunRow.started_at.desc(), RunRow.id.desc())
+                    .limit(limit)
+                )
+                .scalars()
+                .all()
+            )
+            versions = {
+                v.id: v
+                for v in session.execute(
+                    select(VersionRow).where(VersionRow.id.in_({r.version_id for r in rows}))
+                ).scalars()
+            }
+            hashes = {h for v in versions.values() for h in v.files.values()}
+            contents = {
+                sha: _unpack(blob)
+                for sha, blob in session.execute(
+                    select(ScriptRow.sha256, ScriptRow.content_z).where(ScriptRow.sha256.in_(hashes))
+                ).all()
+            }
+        order = list(dict.fromkeys(r.version_id for r in reversed(rows)))
+        if target_version is not None and target_version not in order:
+            order.append(target_version)
+        last = order.index(target_version) if target_version in order else len(order) - 1
+        out = []
+        for r in reversed(rows):
+            files = {p: contents[h] for p, h in versions[r.version_id].files.items() if h in contents}
+            states = {
+                _loc(path, n): state
+                for path, by_state in (r.trace or {}).items()
+                for letter, state in (("E", State.EXE), ("N", State.NEXE), ("D", State.DBT))
+                for n in by_state.get(letter, ())
+            }
+            apart = max(0, last - order.index(r.version_id))
+            out.append(HistoryRun(r.verdict, files, states, r.env_fp, r.err_sig, apart))
+        return out
 
     def run(self, run_id: int) -> dict[str, Any] | None:
         with self.store._tx() as session:

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from app.service.metrics import Metrics
-from app.service.store import Case, Claim, Store
+from app.service.store import Claim, Store, Submission
 
 log = logging.getLogger(__name__)
 
@@ -23,7 +23,7 @@ LEASE_S = 60.0
 MAX_ATTEMPTS = 3
 POLL_S = 1.0
 
-RunCase = Callable[[Case], Awaitable[dict[str, Any]]]
+RunCase = Callable[[Submission], Awaitable[dict[str, Any]]]
 
 
 class Worker:

@@ -7,18 +7,21 @@ Without a pool (``tcfl batch``) everything runs in-process.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
 from app.analysis.limits import CostLimits
+from app.analysis.snapshot import build as build_snapshot
 from app.localize.llm import ModelClient
 from app.localize.result import TriageResult
+from app.rankers.base import RankRequest
 from app.service.cases import triage_options
 from app.service.metrics import Metrics
 from app.service.pool import LARGE_LOG_BYTES, LARGE_SCRIPT_LINES, AnalysisPool
 from app.service.snapshots import SNAPSHOT_KEY
-from app.service.store import Case
-from app.triage import rank, triage_with_snapshot
+from app.service.store import Submission
+from app.triage import prepare, rank
 
 
 class Runner:
@@ -36,10 +39,13 @@ class Runner:
         self.pool = pool
         self.limits = limits
 
-    async def __call__(self, case: Case) -> dict[str, Any]:
+    async def __call__(self, case: Submission) -> dict[str, Any]:
         options = triage_options(case.options)
         if self.pool is None:
-            result, snapshot = await triage_with_snapshot(case.scripts, case.log, options, client=self.client)
+            # the static phase runs off the event loop, so it overlaps the model calls of other items
+            request, started = await asyncio.to_thread(_prepare, case)
+            result = await rank(request, client=self.client, started=started)
+            snapshot = await asyncio.to_thread(build_snapshot, request.analysis, request.rendered, case.log)
         else:
             started = time.perf_counter()
             lines = sum(s.content.count("\n") for s in case.scripts)
@@ -63,3 +69,9 @@ class Runner:
         self.metrics.observe_result(data, model_configured=self.client is not None)
         data[SNAPSHOT_KEY] = snapshot  # the store keeps it in its own tables, not in the result's JSON
         return data
+
+
+def _prepare(case: Submission) -> tuple[RankRequest, float]:
+    started = time.perf_counter()
+    # each line's reason is kept for the snapshot the dashboard shows
+    return prepare(case.scripts, case.log, triage_options(case.options), explain=True), started

@@ -185,13 +185,19 @@ class BatchItemRow(Base):
 
 
 @dataclass(frozen=True)
-class Case:
-    """A validated triage request with defaults resolved: what the pipeline needs, and a label."""
+class Submission:
+    """A submitted triage, validated, its options resolved: what the pipeline needs, and a label.
+
+    (A benchmark case with its known faults is ``app.eval.cases.Case``, another thing.)
+    """
 
     scripts: tuple[Script, ...]
     log: str
     options: dict[str, Any]
     test_id: str | None = None
+
+
+Case = Submission  # the old name, kept only until branches written against it have merged
 
 
 @dataclass(frozen=True)
@@ -336,7 +342,7 @@ class Store:
 
     # -- requests and results -----------------------------------------------------------------
 
-    def create_request(self, case: Case, *, status: str = "running") -> int:
+    def create_request(self, case: Submission, *, status: str = "running") -> int:
         with self._tx() as session:
             return self._add_request(session, case, status).id
 
@@ -397,13 +403,13 @@ class Store:
                 return None
             return _triage_view(request, request.result.data if request.result else None)
 
-    def load_case(self, request_id: int) -> Case:
+    def load_case(self, request_id: int) -> Submission:
         with self._tx() as session:
             request = session.get_one(TriageRequestRow, request_id)
             scripts = tuple(
                 Script(path=link.path, content=_unpack(link.script.content_z)) for link in request.scripts
             )
-            return Case(
+            return Submission(
                 scripts=scripts,
                 log=_unpack(request.log_z),
                 options=dict(request.options),
@@ -434,7 +440,9 @@ class Store:
 
     # -- batches --------------------------------------------------------------------------------
 
-    def create_batch(self, cases: Sequence[Case], *, source: str, input_sha256: str | None = None) -> int:
+    def create_batch(
+        self, cases: Sequence[Submission], *, source: str, input_sha256: str | None = None
+    ) -> int:
         """Batch, requests and items in one transaction: once this returns, every case is queued."""
         with self._tx() as session:
             ids = self._script_ids(session, [s.content for c in cases for s in c.scripts])
@@ -642,7 +650,7 @@ class Store:
     # -- helpers ----------------------------------------------------------------------------------
 
     def _add_request(
-        self, session: Session, case: Case, status: str, *, script_ids: dict[str, int] | None = None
+        self, session: Session, case: Submission, status: str, *, script_ids: dict[str, int] | None = None
     ) -> TriageRequestRow:
         ids = (
             script_ids

@@ -213,3 +213,27 @@ def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: Path)
     assert info.value.code == 2
     assert main(["ci", str(tmp_path), "--root", str(tmp_path / "nope")]) == 2
     assert "--root" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_every_format_of_the_same_failures_gives_the_same_tops(
+    py_results: PytestRun,
+    avocado_job: Path,
+    stestr_run: tuple[Path, Path],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """pytest's JUnit, report log and console, avocado's job folder, stestr's subunit: one answer."""
+    stream, _ = stestr_run
+    inputs = [
+        (py_results.junit, py_results.root),
+        (py_results.reportlog, py_results.root),
+        (py_results.console, py_results.root),
+        (avocado_job, avocado_job.parents[1] / "avocado"),
+        (stream, stream.parent / "stestr"),
+    ]
+    answers = [tops(ci_json(capsys, str(results), "--root", str(root))[1]) for results, root in inputs]
+    assert all(answer == answers[0] for answer in answers), answers
+    source = (py_results.root / "test_links.py").read_text().splitlines()
+    assertion = next(n for n, line in enumerate(source, 1) if "self.assertEqual(speed" in line)
+    assert answers[0]["test_link_speed"] == ("test_links.py", assertion)  # the failing assertion itself
+    assert answers[0]["test_jumbo_mtu"][0] == "helpers/inventory.py"  # the KeyError is in the helper

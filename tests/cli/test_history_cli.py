@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
+REPO = Path(__file__).resolve().parents[2]
 SCRIPT = "def test_answer():\n    value = 41\n    assert value == 42\n"
 LOG = (
     'Traceback (most recent call last):\n  File "/ci/t.py", line 3, in test_answer\n'
@@ -62,3 +64,53 @@ def test_bad_input_is_a_usage_error(tmp_path: Path) -> None:
     assert tcfl("ingest", str(tmp_path / "missing.jsonl"), "--db", db).returncode == 2
     unknown = tcfl("history", "nope::x", "--db", db)
     assert unknown.returncode == 2 and "no runs recorded" in unknown.stderr
+
+
+def test_triage_fuses_the_recorded_history(tmp_path: Path) -> None:
+    from tests.history.test_rank import FAIL_LOG, NEW, OLD, PASS_LOG, PATH
+
+    db = f"sqlite:///{tmp_path / 'h.db'}"
+    runs = tmp_path / "runs.jsonl"
+    lines = [
+        json.dumps(
+            {
+                "test_id": f"{PATH}::test_value",
+                "verdict": "pass",
+                "started_at": f"2026-03-01T00:0{n}:00Z",
+                "ci": {"job_url": f"https://ci/{n}"},
+                "scripts": [{"path": PATH, "content": OLD}],
+                "log": PASS_LOG,
+            }
+        )
+        for n in range(5)
+    ]
+    runs.write_text("\n".join(lines) + "\n")
+    assert tcfl("ingest", str(runs), "--db", db).returncode == 0
+    (tmp_path / "tests").mkdir()
+    (tmp_path / PATH).write_text(NEW)
+    (tmp_path / "fail.log").write_text(FAIL_LOG)
+    env = {**os.environ, "TCFL_DATABASE_URL": db}
+    args = [PATH, "--log", "fail.log", "--level", "line", "-k", "3", "--json", "--no-store"]
+    fused = subprocess.run(
+        [sys.executable, "-m", "app.cli", "triage", *args, "--test", f"{PATH}::test_value"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+        env={**env, "PYTHONPATH": str(REPO)},
+    )
+    assert fused.returncode == 0, fused.stderr
+    result = json.loads(fused.stdout)
+    assert result["ranker"] == "history"
+    assert result["ranking"][0]["start_line"] == 7  # the line the last edit changed
+    alone = subprocess.run(
+        [sys.executable, "-m", "app.cli", "triage", *args, "--test", "other::test", "--history", "auto"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+        env={**env, "PYTHONPATH": str(REPO)},
+    )
+    assert alone.returncode in (0, 3), alone.stderr
+    assert json.loads(alone.stdout)["ranker"] == "heuristic"
+    assert any("no CI history" in w for w in json.loads(alone.stdout)["warnings"])

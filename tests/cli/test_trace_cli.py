@@ -6,9 +6,12 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
-from app.analysis.model import VARIANTS
+from app.analysis.model import VARIANTS, Script
+from app.analysis.pipeline import analyze
+from app.cli.trace import format_trace, trace_report
 from tests.conftest import RUNNING, benchmark_cases
 
 TCFL = [sys.executable, "-m", "app.cli"]
@@ -122,6 +125,52 @@ def test_bad_input_gives_one_line_errors_or_warnings(tmp_path: Path):
         "trace", str(RUNNING / "test_example.py"), "--log", str(RUNNING / "failure.log"), "--variant", "T9"
     )
     assert bad_variant.returncode == 2 and "unknown trace variant" in bad_variant.stderr
+
+
+def test_report_states_are_three_and_executed_only_where_proven():
+    """In-process: tplus says executed only for proven lines; unproven kept lines are doubtful."""
+    source = textwrap.dedent(
+        """\
+        import logging
+        log = logging.getLogger(__name__)
+
+
+        def test_states(x):
+            prepared = x + 1
+            if prepared:
+                x = 1
+            else:
+                x = 2
+            log.info("after the branch")
+            assert x == 3
+        """
+    )
+    log = "INFO:t:after the branch\nTraceback (most recent call last):\n"
+    log += '  File "t.py", line 12, in test_states\n    assert x == 3\nAssertionError\n'
+    report = trace_report(analyze([Script("test_s.py", source)], log))
+    rows = {row["line"]: row["tplus"] for row in report["lines"]}
+    assert {r["state"] for r in rows.values()} == {"executed", "doubtful"}
+    assert rows[6]["state"] == "executed" and rows[8]["state"] == rows[10]["state"] == "doubtful"
+    assert all(r["rule"] for r in rows.values())
+    text = format_trace(analyze([Script("test_s.py", source)], log), "tplus", [])
+    assert " dbt " in text and "exe proven" in text
+
+
+def test_a_refinement_can_be_switched_off(tmp_path: Path):
+    script = tmp_path / "test_s.py"
+    script.write_text("def test_a():\n    if x:\n        y = 1\n    assert y\n")
+    log = tmp_path / "f.log"
+    log.write_text(
+        'Traceback (most recent call last):\n  File "test_s.py", line 4, in test_a\n    assert y\nE\n'
+    )
+    on = run("trace", str(script), "--log", str(log))
+    off = run("trace", str(script), "--log", str(log), "--without", "proven-states")
+    assert on.returncode == off.returncode == 0
+    states = [(line.split()[1], line.split()[2]) for line in on.stdout.splitlines() if line.startswith("+3 ")]
+    assert states == [("dbt", "y")]  # the branch may not have run
+    assert "+3 exe " in off.stdout
+    bad = run("trace", str(script), "--log", str(log), "--without", "nonsense")
+    assert bad.returncode == 2 and "nonsense" in bad.stderr
 
 
 def test_trace_reads_the_configured_log_format_and_log_functions(tmp_path: Path) -> None:

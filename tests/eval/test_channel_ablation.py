@@ -11,7 +11,7 @@ import pytest
 from app.cli import main
 from app.eval.cases import load_cases
 from app.eval.channels import BASELINE, FULL, channel_ablation
-from app.localize.evidence import SWITCHES
+from app.localize.evidence import ABLATED
 from tests.conftest import DATA
 
 CORPUS = DATA / "corpus" / "cpython"
@@ -29,7 +29,7 @@ def cases(tmp_path: Path) -> Path:
 def test_every_switchable_channel_has_a_row_with_rates(cases: Path) -> None:
     loaded, _ = load_cases(cases)
     table = channel_ablation(loaded, levels=("block",))
-    assert set(table) == {FULL, BASELINE, *(f"-{name}" for name in SWITCHES)}
+    assert set(table) == {FULL, BASELINE, *(f"-{name}" for name in ABLATED)}
     for row in table.values():
         scores = row["block"]
         assert scores.cases == len(loaded)

@@ -58,3 +58,29 @@ def test_same_file_path_reading(py_results: PytestRun, tmp_path: Path) -> None:
     copy = tmp_path / "results.xml"
     copy.write_bytes(py_results.junit.read_bytes())
     assert len(parse_bytes(copy.read_bytes(), str(copy)).failed) == 2
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.one_of(st.text(max_size=40), st.just('{"$report_type": "TestReport", "nodeid": "a::b"}')),
+        max_size=6,
+    )
+)
+def test_any_lines_as_a_report_log_give_runs_or_a_clear_error(lines: list[str]) -> None:
+    data = "\n".join(['{"$report_type": "SessionStart"}', *lines]).encode()
+    try:
+        results = parse_bytes(data, "fuzz.jsonl", "reportlog")
+    except IngestError as exc:
+        assert "fuzz.jsonl" in str(exc)
+    else:
+        assert all(run.verdict in ("pass", "fail", "error", "skip") for run in results.runs)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.binary(max_size=200))
+def test_any_bytes_as_subunit_give_runs_or_a_clear_error(data: bytes) -> None:
+    try:
+        parse_bytes(b"\xb3" + data, "fuzz.subunit", "subunit")
+    except IngestError as exc:
+        assert "fuzz.subunit" in str(exc)

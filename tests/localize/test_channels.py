@@ -366,3 +366,122 @@ def test_a_view_that_is_not_subscriptable_points_at_its_producer() -> None:
     line2 = next(s for s in ranked if s.element.id == "2")
     assert Channel.EXCEPTION in _channels(line2)
     assert "3" not in [s.element.id for s in ranked[:2]]
+
+
+def test_a_frame_naming_the_script_under_another_directory_locates_the_failure() -> None:
+    code = "class T:\n    def setUp(self):\n        name = self.get_data('x')\n        path = resolve(name)\n"
+    log = (
+        "Traceback (most recent call last):\n"
+        '  File "other/place/t.py", line 4, in setUp\n'
+        '  File "/usr/lib/python3/posixpath.py", line 375, in abspath\n    path = os.fspath(path)\n'
+        "TypeError: expected str, bytes or os.PathLike object, not NoneType\n"
+    )
+    analysis = analyze([Script("tests/t.py", code)], log)
+    ranked = rank_heuristic(analysis, render(analysis, "T0", "line"), 3)
+    by_id = {s.element.id: s for s in ranked}
+    assert {s.element.id for s in ranked[:2]} == {"3", "4"}  # the failing line, and where None came from
+    assert _channels(by_id["4"]) & {Channel.PSEUDO_ERROR, Channel.TRACEBACK}
+    assert "3" in by_id  # the value that was None was bound there
+
+
+HANDLED = """def test_a(host):
+    host.prepare()
+    try:
+        host.run("mount /dev/sdb /mnt")
+    except OSError:
+        raise TestFail("mount failed")
+    host.cleanup()
+"""
+
+
+def test_a_check_in_an_exception_handler_points_at_the_call_it_caught() -> None:
+    log = _tb("t.py", [(6, "test_a", 'raise TestFail("mount failed")')], "TestFail: mount failed")
+    ranked = _lines(_analyze(HANDLED, log))
+    ids = [s.element.id for s in ranked]
+    assert ids.index("4") < ids.index("6")
+    assert Channel.CHECK in _channels(ranked[ids.index("4")])
+
+
+CLEANUP = """class T:
+    def setUp(self):
+        \"\"\"Prepare the device.\"\"\"
+        self.dev = find()
+        if not self.dev:
+            self.cancel("no device")
+        self.mapped = map_device(self.dev)
+
+    def tearDown(self):
+        if self.mapped:
+            unmap(self.mapped)
+"""
+
+
+def test_cleanup_reading_an_attribute_an_early_exit_skipped_points_at_the_initializer() -> None:
+    log = _tb(
+        "t.py", [(10, "tearDown", "if self.mapped:")], "AttributeError: 'T' object has no attribute 'mapped'"
+    )
+    ranked = _lines(_analyze(CLEANUP, log))
+    ids = [s.element.id for s in ranked]
+    assert ids[0] in {"4", "7"}  # setUp, where the attribute belongs: its first statement or the setter
+    assert "3" not in ids[:3]
+    assert ids.index("4") < ids.index("10")
+
+
+CHAINED = """class T:
+    def setUp(self):
+        kind = self.params.get("kind")
+        if kind == "loop":
+            self.dev = "/dev/loop0"
+        elif kind == "nvdimm":
+            self.dev = "/dev/pmem0"
+            self.log_dev = "/dev/pmem1"
+
+    def test(self):
+        run(self.log_dev)
+"""
+
+
+def test_an_attribute_set_in_one_branch_of_a_chain_points_at_the_chain() -> None:
+    log = "ERROR: 'T' object has no attribute 'log_dev'\n"
+    ranked = _lines(_analyze(CHAINED, log))
+    top = {s.element.id for s in ranked[:3]}
+    assert {"4", "6"} <= top
+
+
+def test_division_by_zero_suspects_zero_and_empty_values() -> None:
+    code = (
+        "def collect():\n    return set()\n\n\n"
+        "def test_a():\n    items = collect()\n    n = 4\n    mean = n / len(items)\n"
+    )
+    log = _tb("t.py", [(8, "test_a", "mean = n / len(items)")], "ZeroDivisionError: division by zero")
+    ranked = _lines(_analyze(code, log))
+    exception = {s.element.id for s in ranked if Channel.EXCEPTION in _channels(s)}
+    assert {"2", "8"} <= exception
+    assert "7" not in exception
+    assert ranked[0].element.id == "8"
+
+
+def test_a_key_error_points_at_the_statements_using_that_key() -> None:
+    code = (
+        "def test_a(facts):\n    ports = facts['ports']\n    speed = facts['speed']\n"
+        "    names = {'eth0': 1}\n    use(ports, speed, names)\n"
+    )
+    log = _tb("t.py", [(5, "test_a", "use(ports, speed, names)")], "KeyError: 'speed'")
+    ranked = _lines(_analyze(code, log))
+    line3 = next(s for s in ranked if s.element.id == "3")
+    assert any(e.channel == Channel.EXCEPTION and "'speed'" in e.detail for e in line3.evidence)
+    assert ranked[0].element.id in {"3", "5"}
+
+
+def test_a_failing_check_helper_is_a_check_on_its_arguments() -> None:
+    code = (
+        "def test_a(vm):\n    status = vm.run('start')\n    expected = 1\n"
+        "    check_exit_status(status, expected)\n"
+    )
+    log = _tb(
+        "t.py", [(4, "test_a", "check_exit_status(status, expected)")], "TestFail: exit status 0, expected 1"
+    )
+    ranked = _lines(_analyze(code, log))
+    checked = {s.element.id for s in ranked if Channel.CHECK in _channels(s)}
+    assert {"2", "3"} <= checked
+    assert ranked[0].element.id == "4"

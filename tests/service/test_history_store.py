@@ -87,3 +87,14 @@ def test_retention_drops_old_logs_and_runs(history: HistoryStore) -> None:
     assert history.apply_retention(now) == {"runs": 0, "failing_logs": 0, "passing_logs": 1}
     page = history.history("tests/test_answer.py::test_answer")
     assert page is not None and [r["has_log"] for r in page["runs"]] == [True, False]
+
+
+def test_history_runs_come_back_with_their_versions_and_traces(history: HistoryStore) -> None:
+    history.add_runs([parse_run(record(n, "pass", V2)) for n in range(3)])
+    history.add_runs([parse_run(record(3, "fail"))])
+    runs = history.history_runs("tests/test_answer.py::test_answer", limit=10)
+    assert [r.verdict for r in runs] == ["pass", "pass", "pass", "fail"]
+    assert runs[0].files == {"tests/test_answer.py": V2} and runs[-1].files == {"tests/test_answer.py": V1}
+    assert [r.versions_apart for r in runs] == [1, 1, 1, 0]
+    assert any(loc.line == 7 for loc in runs[-1].states)
+    assert history.history_runs("nope") == []

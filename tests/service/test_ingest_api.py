@@ -163,3 +163,39 @@ def test_nothing_is_written_outside_the_work_folder(api: httpx.Client, tmp_path:
     after = {p.name for p in Path("/tmp").iterdir() if p.name in ("escape.py", "abs.py")}
     assert after == before
     assert json.dumps(api.get("/healthz").json())
+
+
+def test_a_test_log_over_the_limit_is_named_not_triaged(api: httpx.Client, py_results: PytestRun) -> None:
+    from xml.etree.ElementTree import fromstring, tostring
+
+    root = fromstring(py_results.junit.read_bytes())
+    failed = [c for c in root.iter("testcase") if c.find("failure") is not None]
+    failed[0].find("system-out").text = "INFO chatter\n" * 20_000  # 260 kB > max_log_bytes=120000
+    body = {
+        "results": {"content": tostring(root, encoding="unicode")},
+        "scripts": _scripts(),
+        "ranker": "heuristic",
+    }
+    report = api.post("/v1/ingest", json=body).json()
+    problems = {t["test_id"]: t["problem"] for t in report["tests"]}
+    big = failed[0].get("classname") + "." + failed[0].get("name")
+    assert "max_log_bytes=120000" in problems[big]
+    assert sum(1 for p in problems.values() if p is None) == 1
+
+
+def test_the_dashboard_lists_the_run_with_links_to_each_triage(
+    api: httpx.Client, py_results: PytestRun
+) -> None:
+    body = {
+        "results": {"content": py_results.junit.read_text()},
+        "scripts": _scripts(),
+        "ranker": "heuristic",
+    }
+    report = api.post("/v1/ingest", json=body).json()
+    page = api.get(report["dashboard"])
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    for test in report["tests"]:
+        assert test["test_id"] in page.text
+        assert f'href="/triage/{test["triage_id"]}"' in page.text
+    assert page.text.count("<h2>Group ") == len(report["groups"])
+    assert api.get("/runs/999999").status_code == 404

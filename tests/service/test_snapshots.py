@@ -16,7 +16,7 @@ from app.localize.result import TriageOptions
 from app.service import snapshots
 from app.service.signature import normalise_error, signature
 from app.service.snapshots import SNAPSHOT_KEY, LogChunkRow, SnapshotRow
-from app.service.store import MIGRATIONS_DIR, Case, Store, TriageRequestRow
+from app.service.store import MIGRATIONS_DIR, Store, Submission, TriageRequestRow
 from app.triage import triage_with_snapshot
 from tests.service.dashboard.conftest import run_async
 from tests.service.helpers import EXAMPLE
@@ -42,8 +42,8 @@ def triage_data(log: str) -> dict[str, Any]:
     return data
 
 
-def case(log: str) -> Case:
-    return Case(
+def case(log: str) -> Submission:
+    return Submission(
         scripts=SCRIPTS, log=log, options={"trace": "tplus", "log_functions": ["Log.log"]}, test_id="t"
     )
 

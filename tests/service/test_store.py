@@ -20,10 +20,10 @@ from app.service.migrations import import_models
 from app.service.store import (
     Base,
     BatchItemRow,
-    Case,
     ResultRow,
     ScriptRow,
     Store,
+    Submission,
     batch_status,
 )
 from tests.service.helpers import REPO, clean_env
@@ -31,8 +31,8 @@ from tests.service.helpers import REPO, clean_env
 OPTIONS = {"level": "block", "k": 3, "trace": "tplus", "ranker": "heuristic", "log_functions": []}
 
 
-def _case(n: int = 0, content: str = "def test():\n    assert 1 == 2\n") -> Case:
-    return Case(
+def _case(n: int = 0, content: str = "def test():\n    assert 1 == 2\n") -> Submission:
+    return Submission(
         scripts=(Script("t.py", content),), log=f"log {n}\nAssertionError", options=OPTIONS, test_id=f"c{n}"
     )
 
@@ -54,7 +54,7 @@ def _count(store: Store, column: object) -> int:
 def test_scripts_are_stored_once_per_content(store: Store) -> None:
     shared = "def shared():\n    pass\n"
     store.create_request(
-        Case(scripts=(Script("a.py", shared), Script("b.py", "x = 1\n")), log="l", options=OPTIONS)
+        Submission(scripts=(Script("a.py", shared), Script("b.py", "x = 1\n")), log="l", options=OPTIONS)
     )
     store.create_batch([_case(1, shared), _case(2, shared)], source="api")
     assert _count(store, ScriptRow.id) == 2
@@ -63,7 +63,7 @@ def test_scripts_are_stored_once_per_content(store: Store) -> None:
 
 
 def test_text_with_nul_and_non_ascii_round_trips(store: Store) -> None:
-    case = Case(scripts=(Script("ü.py", "x = '\x00é'\n"),), log="\x00\x01 ✓ log", options=OPTIONS)
+    case = Submission(scripts=(Script("ü.py", "x = '\x00é'\n"),), log="\x00\x01 ✓ log", options=OPTIONS)
     request_id = store.create_request(case)
     assert store.load_case(request_id) == case
     stored = store.save_result(request_id, {"ranking": [{"code": "x = '\x00'"}], "warnings": []})

@@ -8,6 +8,7 @@ Every channel reads the analysis (never the raw log) and returns, per statement 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from app.analysis.model import Analysis, Function, Loc, Statement
 from app.localize.channels.facts import Facts, build_facts, sid_of_line
@@ -35,7 +36,6 @@ class Context:
     """What every channel reads: the analysis plus shared indexes built once per ranking."""
 
     analysis: Analysis
-    facts: Facts
     sid_of_line: dict[Loc, int]
     kept: frozenset[Loc]
     functions: dict[str, Function]
@@ -49,12 +49,26 @@ class Context:
             by_name.setdefault(function.name, []).append(function.fid)
         return cls(
             analysis=analysis,
-            facts=build_facts(program, analysis.trees),
             sid_of_line=sid_of_line(program),
             kept=analysis.traces[variant].kept,
             functions={f.fid: f for f in program.functions},
             by_name={k: tuple(v) for k, v in by_name.items()},
         )
+
+    @cached_property
+    def facts(self) -> Facts:
+        """Syntax-tree facts: the costly part, built on first use (the stack-trace baseline needs none)."""
+        return build_facts(self.analysis.program, self.analysis.trees)
+
+    def first_line(self, sid: int) -> str:
+        """The source text of a statement's first line."""
+        stmt = self.statements[sid]
+        lines = self._lines[stmt.path]
+        return lines[stmt.start_line - 1] if 0 < stmt.start_line <= len(lines) else ""
+
+    @cached_property
+    def _lines(self) -> dict[str, tuple[str, ...]]:
+        return {f.path: f.lines for f in self.analysis.program.files}
 
     @property
     def statements(self) -> tuple[Statement, ...]:

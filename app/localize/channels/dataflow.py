@@ -25,12 +25,14 @@ MAX_HOPS = 4
 MAX_VISITS = 5000  # def-use edges followed per walk: bounded whatever the script
 IMPORT_FACTOR = 0.15  # a name bound by an import: rarely the fault, often just a module receiver
 GUARD_DECAY = 0.8  # each enclosing condition further out
+HANDLED = 0.8  # a call of the try body whose exception the failing handler reports
 INITIALIZER_DECAY = 0.85  # successive statements of an initializer, for a missing attribute
 INITIALIZERS = frozenset(
     {"__init__", "setUp", "setup", "setup_method", "setUpClass", "setup_class", "asyncSetUp"}
 )
 CHECK_CALLS = frozenset({"fail", "cancel", "skip", "skipTest", "fail_json", "xfail"})
 SELF_CHECK_CALLS = frozenset({"error"})  # only as ``self.error``/``test.error``: else it is a log call
+CHECK_PREFIXES = ("assert", "check_", "verify_", "validate_", "ensure_", "expect_")
 CHECK_RECEIVERS = frozenset({"self", "test", "pytest", "cls"})
 IN_PLACE = 0.5  # definitions of values an assert checks: the assert itself is as likely
 CRASH = re.compile(
@@ -59,7 +61,7 @@ def is_check(ctx: Context, sid: int) -> bool:
     if stmt.kind == StmtKind.RAISE:
         return re.fullmatch(r"\s*raise\s*", ctx.facts.text.get(sid, "")) is None  # not a bare re-raise
     for call in ctx.facts.calls.get(sid, ()):
-        if call.callee in CHECK_CALLS or call.callee.startswith("assert") or call.callee.endswith("_assert"):
+        if call.callee in CHECK_CALLS or _checking(call.callee):
             return True
         if call.callee in SELF_CHECK_CALLS and call.receiver in CHECK_RECEIVERS:
             return True
@@ -70,10 +72,12 @@ def checks_in_place(ctx: Context, sid: int) -> bool:
     """The check's condition is the statement itself (``assert x``, ``assertEqual(a, b)``)."""
     if ctx.statements[sid].kind == StmtKind.ASSERT:
         return True
-    return any(
-        call.callee.startswith("assert") or call.callee.endswith("_assert")
-        for call in ctx.facts.calls.get(sid, ())
-    )
+    return any(_checking(call.callee) for call in ctx.facts.calls.get(sid, ()))
+
+
+def _checking(callee: str) -> bool:
+    """A function whose job is to fail the test when its arguments are wrong (assertX, check_status...)."""
+    return callee.startswith(CHECK_PREFIXES) or callee.endswith("_assert")
 
 
 def guards(ctx: Context, sid: int) -> list[tuple[int, float]]:
@@ -87,14 +91,29 @@ def guards(ctx: Context, sid: int) -> list[tuple[int, float]]:
         header = statements[current]
         if header.kind in CONDITIONS:
             found.append((current, value))
+        if header.kind == StmtKind.EXCEPT:  # the handler re-reports what a call in the try body raised
+            found.extend((s, value * HANDLED) for s in _tried_calls(ctx, header))
         if header.kind in (StmtKind.ELSE, StmtKind.ELIF):
-            found.extend((s, value) for s in _earlier_conditions(ctx, header))
+            found.extend((s, value) for s in earlier_conditions(ctx, header))
         value *= GUARD_DECAY
         current = header.parent
     return found
 
 
-def _earlier_conditions(ctx: Context, clause: Statement) -> list[int]:
+def _tried_calls(ctx: Context, handler: Statement) -> list[int]:
+    """Statements with calls in the body of the ``try`` an ``except`` clause belongs to."""
+    siblings = [
+        s
+        for s in ctx.functions[handler.function].statements
+        if ctx.statements[s].parent == handler.parent and ctx.statements[s].start_line < handler.start_line
+    ]
+    tried = next((s for s in reversed(siblings) if ctx.statements[s].kind == StmtKind.TRY), None)
+    if tried is None:
+        return []
+    return [s for s in ctx.statements[tried].body if ctx.facts.calls.get(s)][-4:]
+
+
+def earlier_conditions(ctx: Context, clause: Statement) -> list[int]:
     siblings = [
         s
         for s in ctx.functions[clause.function].statements
@@ -245,8 +264,11 @@ def check_scores(ctx: Context, site: int | None) -> Scores:
         walk(ctx, site, ctx.facts.uses.get(site, ()), weaker, quoted)
     scale = IN_PLACE if checks_in_place(ctx, site) else 1.0  # an assert's own condition is the check
     for guard, value in ((g, v * scale) for g, v in guards(ctx, site)):
-        line = ctx.statements[guard].start_line
-        put(scores, guard, Signal(value, f"condition deciding the failing check (line {line} guards it)"))
+        if ctx.statements[guard].kind in CONDITIONS:
+            detail = "condition deciding the failing check"
+        else:
+            detail = "a call of the try body whose error the failing check reports"
+        put(scores, guard, Signal(value, detail))
 
         def scaled(sid: int, hops: int, detail: str, factor: float, value: float = value) -> None:
             put(scores, sid, Signal(value * DECAY**hops * factor, f"{detail} (checked by the condition)"))

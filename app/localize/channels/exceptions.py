@@ -6,8 +6,13 @@ prevented it: FileNotFoundError -> path construction and existence checks; Index
 indexing and emptiness checks; KeyError -> key access and membership tests; ``'NoneType'
 object has no attribute`` -> bindings that can be None; TypeError on arguments -> the callee's
 definition and call sites; timeouts -> timeout/wait/retry arguments; ValueError on parsing ->
-split/int/float conversions; NameError/ImportError -> imports and the definitions of the name;
-AttributeError of a module -> its import. Statements in the failing function count more.
+split/int/float conversions; NameError/UnboundLocalError -> the definitions of the name and the
+conditions they sit under; ImportError -> imports; AttributeError of a module -> its import;
+ZeroDivisionError -> zero and empty values, lengths and counts; ``not subscriptable`` -> views
+and iterators; KeyError 'k' -> the statements using 'k'. A missing attribute the scripts set
+somewhere was not set on this path (the setter, the condition or branch chain around it; read by
+cleanup code: the start of the initializer); one set nowhere is a wrong name at its reads.
+Statements that ran on the way to the failure count more.
 
 Smells are almost always faults: ``is`` with a literal, a comparison with the string
 ``'None'``/``'True'``/``'False'``.
@@ -18,14 +23,17 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from app.analysis.model import StmtKind
+from app.analysis.model import Statement, StmtKind
 from app.localize.channels import Context, Scores, Signal, put
+from app.localize.channels.dataflow import INITIALIZERS, definitions, earlier_conditions, guards
 
 CONDITIONAL = frozenset(
     {StmtKind.IF, StmtKind.ELIF, StmtKind.ELSE, StmtKind.EXCEPT, StmtKind.FOR, StmtKind.WHILE}
 )
 
-LOCAL = 1.0  # a statement of the failing function, at or before the failing line
+CLEANUP_PREFIXES = ("teardown", "cleanup", "clean_up", "finalize", "destroy")
+CHAIN = 0.9  # earlier conditions of an if/elif chain one branch of which sets a missing attribute
+LOCAL = 0.8  # a statement of the failing function, at or before the failing line
 ELSEWHERE = 0.4
 _PATH = re.compile(
     r"os\.path\.|\bjoin\(|get_data\(|chdir\(|\bopen\(|exists\(|isfile\(|isdir\(|Path\(|[\"'][\w.-]*/"
@@ -35,6 +43,10 @@ _KEY = re.compile(r"\w\[[\"'\w]|\bif\b[^\n]*\bin\b|\.get\(|\.keys\(|\.pop\(")
 _NONE = re.compile(r"\bNone\b|\.get\(|\.search\(|\.match\(|get_\w+\(")
 _TIMEOUT = re.compile(r"timeout|wait|retry|retries|sleep|interval|delay|poll", re.IGNORECASE)
 _PARSE = re.compile(r"\.split\(|\bint\(|\bfloat\(|\.strip\(|\.partition\(|re\.\w+\(|\bjson\.loads\(")
+_ZERO = re.compile(
+    r"(?:=|\breturn)\s*(?:\[\]|\{\}|\(\)|set\(\)|dict\(\)|list\(\)|0(?:\.0)?)\s*(?:#|$)|\blen\(|\bcount\(",
+    re.MULTILINE,
+)
 _VIEW = re.compile(r"\.keys\(|\.values\(|\.items\(|\bmap\(|\bfilter\(|\bzip\(|\brange\(|\breversed\(")
 _ARITH_TYPE = re.compile(r"\s/\s|\bfloat\(|\bstr\(|\bint\(|\.read\(|\.decode\(|\.encode\(")
 
@@ -49,7 +61,12 @@ RULES: tuple[Rule, ...] = (
     (_has("FileNotFoundError", "No such file", "ENOENT", "does not exist"), _PATH, "builds or checks a path"),
     (_has("IndexError", "index out of range"), _INDEX, "indexes a sequence or checks its length"),
     (_has("KeyError"), _KEY, "reads a key or tests membership"),
-    (_has("'NoneType' object", "NoneType"), _NONE, "binds a value that can be None"),
+    (_has("NoneType"), _NONE, "binds a value that can be None"),
+    (
+        _has("ZeroDivisionError", "division by zero", "modulo by zero"),
+        _ZERO,
+        "produces a zero or empty value",
+    ),
     (
         _has("is not subscriptable", "object is not an iterator"),
         _VIEW,
@@ -94,15 +111,21 @@ def exception_scores(ctx: Context, site: int | None) -> Scores:
                 value = LOCAL if near else ELSEWHERE
                 put(scores, sid, Signal(value, f"{what}, what this kind of error comes from", headline))
     _names(ctx, text, headline, scores)
-    if site is not None and "'NoneType' object" in text:
+    key = re.search(r"KeyError: ['\"]([^'\"\n]{1,80})['\"]", text)
+    if key:
+        for sid, body in ctx.facts.text.items():
+            if (f"'{key.group(1)}'" in body or f'"{key.group(1)}"' in body) and ctx.is_kept(sid):
+                put(scores, sid, Signal(1.0, f"uses the key {key.group(1)!r} the error names", headline))
+    attribute = re.search(r"object has no attribute '(\w+)'", text)
+    if site is not None and attribute and "module '" not in text and "NoneType" not in text:
+        _cleanup_reads(ctx, site, attribute.group(1), headline, scores)
+    if site is not None and "NoneType" in text:
         _none_guard(ctx, site, headline, scores)
     return scores
 
 
 def _none_guard(ctx: Context, site: int, headline: str, scores: Scores) -> None:
     """A value was None at the failing line: the condition that let it through, and where it was bound."""
-    from app.localize.channels.dataflow import definitions, guards
-
     for guard, value in guards(ctx, site)[:2]:
         put(
             scores,
@@ -178,6 +201,37 @@ def _names(ctx: Context, text: str, headline: str, scores: Scores) -> None:
             put(scores, sid, Signal(1.0, f"calls {callee}() with arguments it does not accept", headline))
 
 
+def _cleanup_reads(ctx: Context, site: int, name: str, headline: str, scores: Scores) -> None:
+    """Cleanup code (tearDown, cleanups, ``finally``) read an attribute an early exit kept from being
+    set: it belongs at the start of the class's initializer, so cleanup can always read it."""
+    function = ctx.functions[ctx.statements[site].function]
+    in_finally = False
+    current = ctx.statements[site].parent
+    while current is not None:
+        in_finally = in_finally or ctx.statements[current].kind == StmtKind.FINALLY
+        current = ctx.statements[current].parent
+    if not (in_finally or function.name.lower().startswith(CLEANUP_PREFIXES)) or "." not in function.qualname:
+        return
+    owner = function.qualname.rsplit(".", 1)[0]
+    for initializer in ctx.functions.values():
+        if initializer.name in INITIALIZERS and initializer.qualname.rsplit(".", 1)[0] == owner:
+            body = [s for s in initializer.top_level or initializer.statements if not _docstring(ctx, s)]
+            for rank, sid in enumerate(body[:3]):
+                detail = (
+                    f"start of {initializer.name}: `{name}` set here would exist for the cleanup that read it"
+                )
+                put(scores, sid, Signal(0.9**rank, detail, headline))
+
+
+def _docstring(ctx: Context, sid: int) -> bool:
+    text = ctx.facts.text.get(sid, "").lstrip()
+    return text[:1] in ("'", '"') or text[:2].lower() in ('r"', "r'")
+
+
+def chain_conditions(ctx: Context, clause: Statement) -> list[int]:
+    return earlier_conditions(ctx, clause) if clause.kind in (StmtKind.ELIF, StmtKind.ELSE) else []
+
+
 def _missing_attribute(ctx: Context, name: str, headline: str, scores: Scores) -> None:
     """An object lacks ``name``: set only under a condition (the condition and the setter), or set
     nowhere (its reads are the fault: a wrong name)."""
@@ -188,6 +242,14 @@ def _missing_attribute(ctx: Context, name: str, headline: str, scores: Scores) -
         guard = ctx.statements[sid].parent
         if guard is not None and ctx.statements[guard].kind in CONDITIONAL:
             put(scores, guard, Signal(1.0, f"sets `{name}` only under this condition", headline))
+            for head in chain_conditions(
+                ctx, ctx.statements[guard]
+            ):  # before the branching, it would always be set
+                put(
+                    scores,
+                    head,
+                    Signal(CHAIN, f"starts the branching that sets `{name}` in one branch only", headline),
+                )
     if not setters:
         for sid, names in facts.uses.items():
             if f"attr:{name}" in names and ctx.is_kept(sid):

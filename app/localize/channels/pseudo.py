@@ -75,8 +75,16 @@ def pseudo_scores(ctx: Context, message: Scores) -> Scores:
     mapped = {(f.path, f.line) for f in analysis.error_frames}
     last = max((f.traceback for f in analysis.log.frames), default=0)
     library = [f for f in analysis.log.frames if (f.path, f.line) not in mapped and f.traceback == last]
+    basenames = {f.path.rsplit("/", 1)[-1]: f.path for f in analysis.program.files}
     for depth, frame in enumerate(library):
         source = f'File "{frame.path}", line {frame.line}, in {frame.function}'
+        script = basenames.get(frame.path.replace("\\", "/").rsplit("/", 1)[-1])
+        sid = ctx.sid_of_line.get(Loc(script, frame.line)) if script else None
+        if sid is not None and ctx.functions[ctx.statements[sid].function].name == frame.function:
+            detail = "a frame names this line of the script (under another directory)"
+            put(
+                scores, sid, Signal(1.0 if depth == len(library) - 1 else 0.8, detail, source, frame.log_line)
+            )
         if frame.code and frame.code.strip() in by_text:
             sids = by_text[frame.code.strip()]
             named = [

@@ -16,13 +16,16 @@ from app.localize.channels import Context, Scores, Signal, put
 OUTER_FRAME = 0.25  # an outer frame of the failing traceback, relative to its innermost frame
 OUTER_DECAY = 0.8  # each further outer frame
 EARLIER_TRACEBACK = 0.25  # the innermost frame of an earlier traceback
+UPSTREAM_SITE = 0.4  # the innermost frame where the error only reveals an upstream fault
 UPSTREAM = (
     "UnboundLocalError",
     "referenced before assignment",
     "'NoneType' object",
+    "not NoneType",
     "cannot access local variable",
 )
 _SPACES = re.compile(r"\s+")
+_ATTRIBUTE = re.compile(r"object has no attribute '(\w+)'")
 
 
 @dataclass(frozen=True)
@@ -42,17 +45,25 @@ def frame_sid(ctx: Context, frame: Frame) -> int | None:
     """The statement a frame points at; by its printed source text when the line number is stale."""
     sid = ctx.sid_of_line.get(Loc(frame.path, frame.line))
     printed = _SPACES.sub(" ", frame.code or "").strip()
-    if not printed or (sid is not None and printed in _SPACES.sub(" ", ctx.facts.text.get(sid, ""))):
+    if not printed or (sid is not None and _in_statement(ctx, sid, printed)):
         return sid
     same = [
-        s
-        for s, text in ctx.facts.text.items()
-        if ctx.statements[s].path == frame.path and printed in _SPACES.sub(" ", text.split("\n", 1)[0])
+        s.sid
+        for s in ctx.statements
+        if s.path == frame.path and printed in _SPACES.sub(" ", ctx.first_line(s.sid))
     ]
     named = [s for s in same if ctx.functions[ctx.statements[s].function].name == frame.function] or same
     if not named:
         return sid
     return min(named, key=lambda s: (abs(ctx.statements[s].start_line - frame.line), s))
+
+
+def _in_statement(ctx: Context, sid: int, printed: str) -> bool:
+    """The frame's printed source is part of the statement (any of its lines)."""
+    stmt = ctx.statements[sid]
+    lines = ctx.analysis.program.files[[f.path for f in ctx.analysis.program.files].index(stmt.path)].lines
+    text = " ".join(lines[n - 1] for n in range(stmt.start_line, stmt.end_line + 1) if 0 < n <= len(lines))
+    return printed in _SPACES.sub(" ", text)
 
 
 def script_frames(ctx: Context) -> Frames:
@@ -88,16 +99,26 @@ def frame_source(frame: Frame | None) -> tuple[str | None, int | None]:
     return where, frame.log_line or None
 
 
-def reveals_upstream(message: str) -> bool:
-    """Errors that only reveal a fault made earlier: the value or definition came from elsewhere."""
-    head = message[:2000]
-    return any(phrase in head for phrase in UPSTREAM)
+def reveals_upstream(ctx: Context) -> bool:
+    """Errors that only reveal a fault made earlier: the value or definition came from elsewhere.
+
+    A missing attribute of an object counts when the scripts do set it somewhere (it was not set on
+    this path); one set nowhere is a wrong name at the failing line.
+    """
+    head = ctx.message[:2000]
+    if any(phrase in head for phrase in UPSTREAM):
+        return True
+    missing = _ATTRIBUTE.search(head)
+    if missing is None or "module '" in head:
+        return False
+    wanted = f"attr:{missing.group(1)}"
+    return any(wanted in names for names in ctx.facts.defs.values())
 
 
 def traceback_scores(ctx: Context, frames: Frames, check_site: int | None) -> Scores:
     """Per statement, the frame evidence; a deliberate check's raise, or a line that only reveals an
     upstream fault (``UnboundLocalError``, ``'NoneType' object ...``), counts half."""
-    upstream = reveals_upstream(ctx.message)
+    upstream = reveals_upstream(ctx)
     scores: Scores = {}
     analysis = ctx.analysis
     found = [
@@ -119,7 +140,10 @@ def traceback_scores(ctx: Context, frames: Frames, check_site: int | None) -> Sc
                 if sid == check_site:
                     value, why = 0.5, "traceback frame (innermost): the script's own check raised"
                 elif upstream:
-                    value, why = 0.5, "traceback frame (innermost): the failing value came from earlier code"
+                    value, why = (
+                        UPSTREAM_SITE,
+                        "traceback frame (innermost): the failing value came from earlier code",
+                    )
             elif tb == last:
                 value, why = (
                     OUTER_FRAME * OUTER_DECAY ** (depth - 1),

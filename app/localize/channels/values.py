@@ -14,6 +14,7 @@ import re
 
 from app.analysis.model import LogMessage
 from app.localize.channels import Context, Scores, Signal, put
+from app.localize.channels.dataflow import definitions
 from app.localize.channels.facts import Template
 
 MAX_MESSAGES = 400  # the messages before the failure that are read, newest first
@@ -119,8 +120,6 @@ def _credit_holes(
     source: str,
     line: int | None,
 ) -> None:
-    from app.localize.channels.dataflow import definitions
-
     use = ctx.statements[sid]
     for names, printed in zip(template.holes, holes, strict=False):
         if printed not in EMPTY and len(names) != 1:

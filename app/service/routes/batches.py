@@ -12,7 +12,7 @@ from app.service.cases import InvalidInput, LimitExceeded, parse_batch_json, par
 from app.service.deps import RuntimeDep
 from app.service.routes.triage import ERRORS, MAX_ID
 from app.service.schemas import BatchCreated, BatchDetail, BatchPage, TriageRequest
-from app.service.store import Case
+from app.service.store import Submission
 from app.settings import Settings
 
 router = APIRouter(prefix="/v1/batches", tags=["batches"])
@@ -100,5 +100,5 @@ async def _uploaded(request: Request) -> bytes:
     return await upload.read()
 
 
-def _cases(requests: list[TriageRequest], settings: Settings) -> list[Case]:
+def _cases(requests: list[TriageRequest], settings: Settings) -> list[Submission]:
     return [to_case(r, settings, where=f"cases[{i}]: ") for i, r in enumerate(requests)]

@@ -32,12 +32,15 @@ from app.ingest.resolve import Checkout
 from app.localize.result import TriageOptions
 from app.service.cases import triage_options
 from app.service.ci_runs import CiRunStore
+from app.service.dashboard.auth import KeyedRoute
+from app.service.dashboard.pages import render
 from app.service.deps import Runtime, RuntimeDep
 from app.service.routes.triage import ERRORS, MAX_ID
-from app.service.store import Case
+from app.service.store import Submission
 from app.settings import Settings
 
 router = APIRouter(tags=["ci"])
+pages = APIRouter(route_class=KeyedRoute, include_in_schema=False)  # the dashboard's view of a run
 
 MEDIA = {
     "json": "application/json",
@@ -149,12 +152,18 @@ async def ingest(
         except IngestError as exc:
             raise HTTPException(422, str(exc)) from None
         report = await triage_results(
-            results, checkout, options, runtime.client, max_files=runtime.settings.max_files_per_case
+            results,
+            checkout,
+            options,
+            runtime.client,
+            max_files=runtime.settings.max_files_per_case,
+            max_log_bytes=runtime.settings.max_log_bytes,
         )
     report, run_id = await asyncio.to_thread(_store, runtime, report, options, str(fields.get("name") or ""))
     if out_format == "json":
         body = report.to_dict()
         body["id"] = run_id
+        body["dashboard"] = f"/runs/{run_id}"
         return JSONResponse(body, headers={"Location": f"/v1/runs/{run_id}"})
     return Response(
         emit(report, out_format), media_type=MEDIA[out_format], headers={"Location": f"/v1/runs/{run_id}"}
@@ -172,6 +181,17 @@ async def get_run(run_id: Annotated[int, PathParam(ge=1, le=MAX_ID)], runtime: R
             stored = await asyncio.to_thread(runtime.store.get_triage, test["triage_id"])
             test["result"] = stored  # the stored triage view: the result plus id, status, test_id
     return found
+
+
+@pages.get("/runs/{run_id}")
+async def run_page(run_id: int, request: Request, runtime: RuntimeDep) -> Response:
+    """One CI run on the dashboard: its failure groups, each failed test linked to its triage."""
+    found = None
+    if 1 <= run_id <= MAX_ID:
+        found = await asyncio.to_thread(CiRunStore(runtime.store.engine).get, run_id)
+    if found is None:
+        return render(request, "message.html", {"title": "Not found", "message": f"no CI run {run_id}"}, 404)
+    return render(request, "ci_run.html", {"run": found})
 
 
 def _answer_format(query: str | None, accept: str) -> str:
@@ -342,7 +362,9 @@ def _store(runtime: Runtime, report: CiReport, options: TriageOptions, source: s
         if item.result is None:
             stored.append(item)
             continue
-        case = Case(scripts=item.sources, log=item.run.log, options=opts, test_id=item.run.test_id[:200])
+        case = Submission(
+            scripts=item.sources, log=item.run.log, options=opts, test_id=item.run.test_id[:200]
+        )
         triage_id = runtime.store.create_request(case)
         runtime.store.save_result(triage_id, {**item.result.to_dict(), "id": triage_id})
         stored.append(replace(item, triage_id=triage_id))

@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 from app.analysis.model import Loc, Script
 from app.localize.result import TriageOptions
 from app.service.dashboard.feedback import FeedbackRow, FeedbackStore
-from app.service.store import MIGRATIONS_DIR, Base, Case, Store
+from app.service.store import MIGRATIONS_DIR, Base, Store, Submission
 from app.triage import triage
 from tests.service.dashboard.conftest import run_async
 from tests.service.helpers import EXAMPLE
@@ -30,7 +30,7 @@ def _stored_triage(store: Store) -> tuple[int, list[dict[str, Any]]]:
     options = TriageOptions(level="block", k=3, ranker="heuristic", log_functions=("Log.log",))
     data = run_async(lambda: triage(scripts, log, options, client=None)).to_dict()
     data.pop("id")
-    case = Case(scripts=scripts, log=log, options={"trace": "tplus", "log_functions": ["Log.log"]})
+    case = Submission(scripts=scripts, log=log, options={"trace": "tplus", "log_functions": ["Log.log"]})
     request_id = store.create_request(case)
     store.save_result(request_id, data)
     return request_id, data["ranking"]
@@ -47,7 +47,7 @@ def test_feedback_replaces_marks_keeps_old_rows_and_feeds_accuracy(database_url:
     try:
         feedback = FeedbackStore(store.engine)
         triage_id, ranking = _stored_triage(store)
-        unranked = store.create_request(Case(scripts=(Script(PATH, "x = 1\n"),), log="", options={}))
+        unranked = store.create_request(Submission(scripts=(Script(PATH, "x = 1\n"),), log="", options={}))
         assert feedback.lines(triage_id) == [] and feedback.accuracy().cases == 0
 
         feedback.set_lines(triage_id, [Loc(PATH, 17), Loc(PATH, 3)])

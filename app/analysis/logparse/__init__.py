@@ -1,0 +1,12 @@
+"""Failure log -> log messages (prefixes stripped), traceback frames and the error message.
+
+Split by job: ``formats`` (prefix formats, detection, text clean-up), ``messages`` (the pass over
+the log and the error message), ``tracebacks`` (Python tracebacks and pytest reports), ``frames``
+(frames against the submitted scripts). This module re-exports the public names.
+"""
+
+from app.analysis.logparse.formats import KNOWN_FORMATS, check_prefix_format, decode_log
+from app.analysis.logparse.frames import match_script_path, realign
+from app.analysis.logparse.messages import parse_log
+
+__all__ = ["KNOWN_FORMATS", "check_prefix_format", "decode_log", "match_script_path", "parse_log", "realign"]

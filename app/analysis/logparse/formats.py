@@ -1,0 +1,414 @@
+"""Prefix formats of log lines: which one a log uses, and the line with its prefix stripped.
+
+Logs are what users paste: any logging prefix (detected from the log or configured), wrapped by
+transports (syslog, CI timestamps), coloured by terminals. Every built-in pattern is anchored and
+has no nested quantifiers; patterns from users are compiled with RE2, which runs in linear time.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple, Protocol
+
+# --------------------------------------------------------------------------------------------
+# Prefix formats
+# --------------------------------------------------------------------------------------------
+
+_LEVEL = (
+    r"(?:TRACE|DEBUG|INFO|NOTICE|WARNING|WARNI|WARN|ERROR|ERR|CRITICAL|CRITI|CRIT|FATAL|SEVERE|EXCEPTION)"
+)
+_LEVEL_ANY_CASE = f"(?i:{_LEVEL[3:-1]})"
+_PY_LEVEL = r"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)"
+_DATE = r"(?:\d{4}-\d\d-\d\d|\d{4}/\d\d/\d\d|\d\d/\d\d/\d{4})"
+_ISO_DATE = r"\d{4}-\d\d-\d\d"
+# Reporters redact times as 01:xx:xx; accept that where a time is expected.
+_TIME = r"[\dxX]{2}:[\dxX]{2}:[\dxX]{2}(?:[.,][\dxX]+)?"
+_ZONE = r"(?:Z|[+-]\d\d:?\d\d)?"
+_MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+
+# (name, pattern). Groups: msg (required), level, sig (the prefix minus its timestamp: lines of
+# one logging call share it). Order = preference when several formats fit equally well.
+_FORMATS: tuple[tuple[str, str], ...] = (
+    # 2017-09-16 16:38:59,012 download         L0066 INFO | msg   ([stdlog] and a logger name optional);
+    # newer releases drop the line number: 2023-02-08 10:53:48,717 avocado.test INFO | msg
+    (
+        "avocado",
+        rf"(?:\[stdlog\] )?{_DATE} {_TIME} +"
+        rf"(?P<sig>(?:(?:\S+ +)??\S+ +L\d+|avocado\.[\w.]+) +(?P<level>{_LEVEL}) *)\| ?(?P<msg>.*)",
+    ),
+    # avocado (nrunner) debug.log stream tags around what the test printed: [stdout] msg
+    ("avocado-stream", r"\[(?:stdout|stderr|stdlog)\] ?(?P<msg>.*)"),
+    # tempest / oslo.log: 2015-07-31 09:37:44,661 17897 INFO [tempest.x] msg
+    #                     2015-07-31 09:37:44.661 17897 ERROR nova.compute.manager [req-1 - -] msg
+    (
+        "oslo",
+        rf"{_DATE} {_TIME} +(?P<sig>\d+ +(?P<level>{_LEVEL}) +"
+        r"(?:\[[^\]\s]+\]|[A-Za-z_][\w.]*(?: \[[^\]]*\])?)) ?(?P<msg>.*)",
+    ),
+    # sonic-mgmt live log: 08:39:25 init._fixture_func_decorator L0073 ERROR | msg
+    ("sonic", rf"(?:{_DATE} )?{_TIME} +(?P<sig>\S+ +(?:L\d+ +)?(?P<level>{_LEVEL}) *)\| ?(?P<msg>.*)"),
+    # pytest log_cli_format "%(asctime)s [%(levelname)8s] %(message)s (%(filename)s:%(lineno)s)"
+    ("pytest-live-bracket", rf"(?:{_DATE}[ T])?{_TIME} +\[ *(?P<level>{_LEVEL_ANY_CASE}) *\] (?P<msg>.*)"),
+    # %(asctime)s - %(name)s - %(levelname)s - %(message)s   (name optional)
+    ("asctime", rf"{_DATE}[ T]{_TIME} +- +(?P<sig>(?:\S+ +- +)?(?P<level>{_LEVEL})) +-(?: (?P<msg>.*)|$)"),
+    # pytest captured/live log default: "%(levelname)-8s %(name)s:%(filename)s:%(lineno)d %(message)s"
+    ("pytest-captured", rf"(?P<sig>(?P<level>{_LEVEL}) +[^\s:]+:[^\s:]+:\d+)(?: (?P<msg>.*))?"),
+    # Python logging's default: LEVEL:name:msg
+    ("python", rf"(?P<sig>(?P<level>{_PY_LEVEL}):[^\s:]+):(?P<msg>.*)"),
+    ("bracket", rf"\[ *(?P<level>{_LEVEL_ANY_CASE}) *\]:? ?(?P<msg>.*)"),
+    # Jan  2 03:04:05 host prog[123]: msg   (also with an RFC 3339 timestamp)
+    (
+        "syslog",
+        rf"(?:{_MONTH} +\d{{1,2}} {_TIME}|{_ISO_DATE}T{_TIME}{_ZONE}) \S+ "
+        rf"(?P<sig>[^\s:\[]+)(?:\[\d+\])?: ?(?P<msg>.*)",
+    ),
+    # pytest live log with a time-only date format: 10:00:00 INFO msg
+    ("pytest-live", rf"(?:{_DATE}[ T])?{_TIME} +(?P<level>{_LEVEL}):?(?: +(?P<msg>.*))?"),
+    # 2024-05-01T10:00:00.123Z [LEVEL] msg   (CI runners; Jenkins' timestamper brackets it)
+    (
+        "iso",
+        rf"\[?{_ISO_DATE}[T ]{_TIME}{_ZONE}\]?(?:[ \t](?: *\[? *(?P<level>{_LEVEL}) *\]?:? +)?(?P<msg>.*)|$)",
+    ),  # avocado's console: ERROR| msg   (the level cut to five characters)
+    ("avocado-console", rf"(?P<level>{_LEVEL}) ?\| ?(?P<msg>.*)"),
+)
+
+KNOWN_FORMATS: tuple[str, ...] = tuple(name for name, _ in _FORMATS)
+"""Names accepted by ``parse_log(prefix_format=...)`` besides a regex; ``plain`` strips nothing."""
+
+_SINGLE = tuple(re.compile(pattern) for _, pattern in _FORMATS)
+
+
+def _combined(order: Sequence[int]) -> re.Pattern[str]:
+    """One alternation trying the formats in ``order``: a single C-level match per line."""
+    alternatives = []
+    for i in order:
+        pattern = _FORMATS[i][1]
+        for group in ("msg", "level", "sig"):
+            pattern = pattern.replace(f"(?P<{group}>", f"(?P<{group}{i}>")
+        alternatives.append(f"(?P<f{i}>{pattern})")
+    return re.compile("|".join(alternatives))
+
+
+# _COMBINED[i] prefers format i, then the others in their default order; the last is the default.
+_ALL = tuple(range(len(_FORMATS)))
+_COMBINED = (*(_combined((i, *(j for j in _ALL if j != i))) for i in _ALL), _combined(_ALL))
+_LIVE_BRACKET = KNOWN_FORMATS.index("pytest-live-bracket")
+_TRANSPORTS = frozenset({KNOWN_FORMATS.index("syslog"), KNOWN_FORMATS.index("iso")})
+_INNER = _combined([i for i in _ALL if i not in _TRANSPORTS])
+
+_LEVEL_ALIASES = {
+    "WARN": "WARNING",
+    "WARNI": "WARNING",
+    "ERR": "ERROR",
+    "CRIT": "CRITICAL",
+    "CRITI": "CRITICAL",
+}
+_ERROR_LEVELS = frozenset({"ERROR", "CRITICAL", "FATAL", "SEVERE", "EXCEPTION"})
+_LOCATION_TAIL = re.compile(r"[^\s()]+:\d+")
+
+
+class _Prefix(NamedTuple):
+    """What the prefix of one line said."""
+
+    fmt: int  # index into _FORMATS, -1 for a configured regex
+    level: str | None
+    sig: str  # the prefix less its timestamp: lines of one logging call share it
+    body: str  # the line with the prefix stripped
+    layered: bool = False  # a transport prefix (syslog, CI timestamps) around an application one
+    bare: bool = False  # a transport prefix around nothing recognisable: may continue a message
+
+
+class _Prefixer:
+    """Strips prefixes with one compiled pattern (None: strip nothing).
+
+    Group lookups go by precomputed index and levels through a per-parse cache: this runs once
+    per log line.
+    """
+
+    def __init__(self, pattern: UserPattern | None, *, custom: bool = False, inner: bool = True) -> None:
+        self.pattern = pattern
+        self.levels: dict[str, str] = {}
+        # syslog and CI timestamps wrap whatever the program printed: strip its own prefix too
+        self.inner = _Prefixer(_INNER, inner=False) if inner and pattern is not None and not custom else None
+        # outer group index -> (format, msg group, level group, sig group); 0 = no such group
+        self.table: dict[int, tuple[int, int, int, int]] = {}
+        if pattern is None:
+            return
+        groups = pattern.groupindex
+        if custom:
+            self.table[-1] = (-1, groups["msg"], groups.get("level", 0), groups.get("sig", 0))
+            return
+        for i in _ALL:
+            if f"f{i}" in groups:
+                self.table[groups[f"f{i}"]] = (
+                    i,
+                    groups[f"msg{i}"],
+                    groups.get(f"level{i}", 0),
+                    groups.get(f"sig{i}", 0),
+                )
+
+    def __call__(self, line: str) -> _Prefix | None:
+        if self.pattern is None:
+            return None
+        m = self.pattern.match(line)
+        if m is None:
+            return None
+        fmt, msg_group, level_group, sig_group = self.table.get(m.lastindex or 0) or self.table[-1]
+        msg = m.group(msg_group)
+        if msg is None:
+            if fmt < 0:
+                return None
+            msg = ""
+        raw_level = m.group(level_group) if level_group else None
+        level = self.level(raw_level) if raw_level else None
+        sig = (m.group(sig_group) if sig_group else None) or raw_level or ""
+        if fmt in _TRANSPORTS:
+            inner = self.inner(msg) if self.inner is not None else None
+            if inner is not None:
+                return _Prefix(inner.fmt, inner.level, f"{sig} {inner.sig}", inner.body, True)
+            return _Prefix(fmt, level, sig, msg.rstrip(), bare=level is None)
+        if fmt == _LIVE_BRACKET:
+            msg = _strip_location(msg)
+        return _Prefix(fmt, level, sig, msg.rstrip())
+
+    def all(self, lines: list[str]) -> list[_Prefix | None]:
+        """``self(line)`` for every line, the common formats handled inline (no call per line).
+
+        A prefixed line's raw text is replaced by "" in ``lines`` once its prefix is read: the
+        parser reads a prefixed line only through its body, and the log is not held twice.
+        """
+        if self.pattern is None:
+            return [None] * len(lines)
+        match = self.pattern.match
+        plain: dict[int, tuple[int, int, int, int, bool, bool]] = {}
+        for key, (fmt, msg_group, level_group, sig_group) in self.table.items():
+            if fmt >= 0 and fmt not in _TRANSPORTS and fmt != _LIVE_BRACKET:
+                plain[key] = (
+                    fmt,
+                    msg_group,
+                    level_group or msg_group,
+                    sig_group or msg_group,
+                    bool(level_group),
+                    bool(sig_group),
+                )
+        levels = self.levels
+        make = tuple.__new__
+        out: list[_Prefix | None] = []
+        append = out.append
+        for i, line in enumerate(lines):
+            m = match(line)
+            if m is None:
+                append(None)
+                continue
+            entry = plain.get(m.lastindex or 0)
+            if entry is None:
+                prefix = self(line)  # transports, pytest's bracket format, user patterns
+                append(prefix)
+                if prefix is not None:
+                    lines[i] = ""
+                continue
+            lines[i] = ""
+            fmt, mg, lg, sg, has_level, has_sig = entry
+            msg, raw_level, sig = m.group(mg, lg, sg)
+            level = None
+            if has_level and raw_level:
+                level = levels.get(raw_level)
+                if level is None:
+                    level = levels[raw_level] = _level(raw_level)
+            else:
+                raw_level = None
+            if not has_sig or not sig:
+                sig = raw_level or ""
+            append(make(_Prefix, (fmt, level, sig, msg.rstrip() if msg else "", False, False)))
+        return out
+
+    def level(self, raw: str) -> str:
+        level = self.levels.get(raw)
+        if level is None:
+            level = self.levels[raw] = _level(raw)
+        return level
+
+
+def _level(raw: str) -> str:
+    up = raw.upper()
+    return _LEVEL_ALIASES.get(up, up)
+
+
+def _strip_location(msg: str) -> str:
+    """Drop the ``(file.py:12)`` pytest puts after the message in its bracket live-log format."""
+    rest = msg.rstrip()
+    cut = rest.rfind(" (")
+    if rest.endswith(")") and cut >= 0 and _LOCATION_TAIL.fullmatch(rest, cut + 2, len(rest) - 1):
+        return rest[:cut]
+    return msg
+
+
+class UserPattern(Protocol):
+    """What the parser needs of a compiled pattern; RE2's and ``re``'s both have it."""
+
+    groupindex: Mapping[str, int]
+
+    def match(self, string: str) -> Any: ...
+
+
+# RE2 rejects what cannot run in linear time; say which construct in words a user knows.
+_RE2_REJECTS = (
+    ("invalid perl operator: (?=", "a lookahead (?=...)"),
+    ("invalid perl operator: (?!", "a negative lookahead (?!...)"),
+    ("invalid perl operator: (?<=", "a lookbehind (?<=...)"),
+    ("invalid perl operator: (?<!", "a negative lookbehind (?<!...)"),
+    ("invalid perl operator: (?>", "an atomic group (?>...)"),
+    ("invalid named capture group", "named group syntax"),
+    ("invalid repetition size", "a repetition count over 1000"),
+    ("bad repetition operator", "a possessive or doubled quantifier"),
+    ("pattern too large", "more states than the engine's memory bound allows"),
+)
+
+
+def check_prefix_format(spec: str) -> UserPattern | None:
+    """Validate a configured prefix format; the compiled regex, or None for a known name.
+
+    User patterns are compiled with RE2 (linear time in the line's length whatever the pattern),
+    so a pattern like ``(a|a)+`` runs in linear time instead of backtracking for seconds. Raises
+    ValueError with a one-line reason naming what RE2 rejected, so shells can refuse bad settings
+    up front.
+    """
+    name = spec.strip()
+    if name in KNOWN_FORMATS or name in {"plain", "auto"}:
+        return None
+    if not name:
+        raise ValueError("prefix_format is empty; give a format name or a regex with a (?P<msg>...) group")
+    if "(?P<msg>" not in spec:
+        raise ValueError(
+            f"unknown prefix_format {spec!r}: use one of {', '.join((*KNOWN_FORMATS, 'plain'))} "
+            "or a regex with a named group (?P<msg>...)"
+        )
+    try:
+        re.compile(spec)
+    except (re.error, RecursionError, OverflowError) as e:
+        raise ValueError(f"prefix_format is not a valid regex: {e}") from None
+    pattern = _compile_linear(spec)
+    if "msg" not in pattern.groupindex:
+        raise ValueError("prefix_format regex needs a named group (?P<msg>...)")
+    return pattern
+
+
+def _compile_linear(spec: str) -> UserPattern:
+    import re2  # only user patterns need it; the built-in formats use ``re``
+
+    options = re2.Options()
+    options.log_errors = False
+    options.max_mem = 8 << 20  # a pattern whose automaton needs more is refused, not run
+    try:
+        return re2.compile(spec, options=options)
+    except re2.error as e:
+        raw = e.args[0] if e.args else ""
+        reason = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+        construct = next((what for key, what in _RE2_REJECTS if reason.startswith(key)), None)
+        if reason.startswith("invalid perl operator: (?P") and "(?P=" in spec:
+            construct = "a named backreference (?P=name)"
+        if reason.startswith("invalid escape sequence: "):
+            escape = reason.split(": ", 1)[1]
+            construct = "a backreference (\\1, \\2, ...)" if escape[-1:].isdigit() else f"the escape {escape}"
+        if construct is None:
+            raise ValueError(
+                f"prefix_format is rejected by the linear-time regex engine (RE2): {reason};"
+                " rewrite the regex"
+            ) from None
+        raise ValueError(
+            f"prefix_format uses {construct}, which the linear-time regex engine (RE2) does not support"
+            f" ({reason}); rewrite the regex without it"
+        ) from None
+
+
+DETECT_SAMPLE = 2000
+
+
+def _detect(lines: Sequence[str]) -> int | None:
+    """The known format most of the log's first lines carry (ties: the earlier, more specific one).
+
+    The sample is the head of the log, so a log that grows (or is cut after its head) keeps its
+    format: a sample spread over the whole log shifted with its length and could flip the answer.
+    """
+    sample: list[str] = []
+    for ln in lines:
+        if ln and not ln.isspace():
+            sample.append(ln)
+            if len(sample) == DETECT_SAMPLE:
+                break
+    best, best_score = None, 0
+    for i, pattern in enumerate(_SINGLE):
+        score = sum(1 for _ in filter(pattern.match, sample))
+        if score > best_score:
+            best, best_score = i, score
+    return best
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\)?")
+# CI services' workflow commands: GitHub/Azure `##[group]`, `##[error]`, `::error file=x::`, `::endgroup::`
+_CI_MARKER = re.compile(r"^(?:##\[[a-z]+\]|::[a-z-]+(?: [^:\n]*)?::)", re.MULTILINE)
+_CI_MARKER_HINT = re.compile(r"^(?:##\[|::[a-z])", re.MULTILINE)
+
+
+def clean_text(text: str) -> str:
+    """What a reader sees: colours and CI workflow markers gone, CR-overwritten progress collapsed.
+
+    A bare CR returns the cursor: a terminal shows only what was written after the last one on
+    a line (progress bars), so that is the line. CRLF endings are plain line ends.
+    """
+    if "\x00" in text:
+        text = text.replace("\x00", "")
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    if "\r" in text:
+        text = text.replace("\r\n", "\n")
+        if "\r" in text:
+            text = "\n".join(_last_overwrite(ln) if "\r" in ln else ln for ln in text.split("\n"))
+    if _CI_MARKER_HINT.search(text):
+        text = _CI_MARKER.sub("", text)
+    return text
+
+
+def _last_overwrite(line: str) -> str:
+    for part in reversed(line.split("\r")):
+        if part.strip():
+            return part
+    return ""
+
+
+_BINARY_SAMPLE = 65536
+_CONTROL = frozenset(chr(c) for c in (*range(32), *range(0x7F, 0xA0)) if chr(c) not in "\t\n\r\f\v\x1b")
+
+
+def _binary_share(text: str, *, replaced: int | None = None) -> float:
+    """Share of control characters (and U+FFFD, unless ``replaced`` says how many decoding made)."""
+    sample = text[:_BINARY_SAMPLE]
+    if not sample:
+        return 0.0
+    odd = sum(1 for ch in sample if ch in _CONTROL)
+    odd += sample.count("\ufffd") if replaced is None else min(replaced, len(sample))
+    return odd / len(sample)
+
+
+def decode_log(data: bytes) -> tuple[str, list[str]]:
+    """Bytes from a file or upload -> text safe for ``parse_log``, with warnings.
+
+    Invalid UTF-8 becomes U+FFFD rather than an error; NULs are dropped; a UTF-16 byte-order mark
+    (logs redirected by PowerShell) is honoured.
+    """
+    warnings: list[str] = []
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        text = data.decode("utf-16", errors="replace")
+    else:
+        text = data.decode("utf-8-sig", errors="replace")
+        bad = text.count("\ufffd") - data.count(b"\xef\xbf\xbd")
+        if bad > 0:
+            warnings.append(f"the log is not valid UTF-8: {bad} undecodable byte sequence(s) replaced")
+    nuls = text.count("\x00")
+    if nuls:
+        text = text.replace("\x00", "")
+    replaced = max(0, text.count("\ufffd") - data.count(b"\xef\xbf\xbd"))
+    if nuls > 0 or _binary_share(text, replaced=replaced) > 0.1:
+        warnings.append("the log looks like binary data; it was read as text")
+    return text, warnings

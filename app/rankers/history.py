@@ -1,0 +1,58 @@
+"""The history-aware ranker (DESIGN 8.2e v1): the heuristic ranking fused with CI history.
+
+It reads the runs the edge attached to the request (``RankRequest.history``) and the
+calibration shipped beside the history core (``app/history/calibration.json``, rebuilt by
+``tcfl eval CORPUS --history-lengths ... --write-calibration FILE``). Without runs it answers
+the heuristic's ranking and says so.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from app.history.fusion import Calibration
+from app.history.rank import rank_with_history
+from app.rankers.base import Pick, RankAnswer, RankRequest
+from app.rankers.heuristic import HeuristicRanker
+
+
+@cache
+def shipped_calibration() -> dict[str, Calibration]:
+    """level -> calibration, as shipped with the package."""
+    data = json.loads(resources.files("app.history").joinpath("calibration.json").read_text(encoding="utf-8"))
+    return {level: Calibration.from_dict(body) for level, body in data.items()}
+
+
+class HistoryRanker:
+    name = "history"
+
+    def __init__(self, client: Any = None) -> None:
+        del client  # needs no model
+
+    async def rank(self, request: RankRequest, k: int) -> RankAnswer:
+        elements = request.rendered.elements
+        static = HeuristicRanker.picks(request, max(1, len(elements)))
+        if not request.history:
+            return RankAnswer(
+                "heuristic", static[:k], fallback="no CI history for this test: the heuristic ranked"
+            )
+        calibrations = shipped_calibration()
+        level = request.rendered.level
+        calibration = calibrations.get(level) or calibrations.get("line") or next(iter(calibrations.values()))
+        ranking = rank_with_history(
+            request.analysis, request.rendered, [p.element.id for p in static], request.history, calibration
+        )
+        by_id = {p.element.id: p for p in static}
+        elements_by_id = {e.id: e for e in elements}
+        picks = []
+        for eid in ranking.order[:k]:
+            base = by_id.get(eid)
+            fused = ranking.fused[eid]
+            terms = ", ".join(f"{c} {t:+.2f}" for c, t in sorted(fused.terms.items(), key=lambda kv: -kv[1]))
+            reason = f"posterior {fused.posterior:.2f} ({terms})"
+            evidence = (*ranking.evidence.get(eid, ()), *(base.evidence if base else ()))
+            picks.append(Pick(elements_by_id[eid], round(fused.logit, 4), reason, evidence))
+        return RankAnswer(self.name, tuple(picks))
