@@ -15,7 +15,9 @@ class Settings(BaseSettings):
 
     # storage
     database_url: str = Field(
-        "sqlite:///./tcfl.db", description="SQLAlchemy URL; postgresql+psycopg://... for PostgreSQL"
+        default_factory=lambda: default_database_url(),
+        description="SQLAlchemy URL; postgresql+psycopg://... for PostgreSQL. Default: a SQLite file in "
+        "the per-user data folder ($XDG_DATA_HOME/tcfl/tcfl.db on Linux), never the working folder",
     )
 
     # model server (OpenAI-compatible, vLLM in production)
@@ -105,6 +107,15 @@ class Settings(BaseSettings):
 
     def service_keys(self) -> list[str]:
         return [k.strip() for k in (self.service_api_keys or "").split(",") if k.strip()]
+
+
+def default_database_url() -> str:
+    """SQLite in the platform's per-user data folder, so results do not land wherever a command ran."""
+    from pathlib import Path
+
+    from platformdirs import user_data_path
+
+    return f"sqlite:///{Path(user_data_path('tcfl', appauthor=False)) / 'tcfl.db'}"
 
 
 @lru_cache(maxsize=1)

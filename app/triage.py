@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from app.analysis.context import REFINEMENTS, EstimateOptions
+from app.analysis.grounding import missing_evidence
 from app.analysis.model import Script
 from app.analysis.pipeline import analyze
 from app.analysis.render import render
@@ -103,6 +104,8 @@ async def rank(request: RankRequest, *, client: Any | None, started: float | Non
             "no evidence in the failure points at any element (no frame, check, value or quoted text): "
             "the ranking is a guess from the code's structure"
         )
+        # what the log lacked, and which option may fix it (--log-function, --log-format)
+        warnings.extend(missing_evidence(analysis))
     trace = analysis.traces[opts.trace]
     return TriageResult(
         error_message=analysis.log.error_message,

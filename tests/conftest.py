@@ -11,8 +11,8 @@ from app.analysis.model import Script
 
 DATA = Path(__file__).parent / "data"
 RUNNING = DATA / "running-example"
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-BENCHMARK = SHARED / "benchmark" / "real"
+# a copy of the shared benchmark set (tests/data/benchmark/README.md): tests read nothing outside the repo
+BENCHMARK = DATA / "benchmark" / "real"
 
 
 def running_example() -> tuple[list[Script], str, dict]:
@@ -21,13 +21,21 @@ def running_example() -> tuple[list[Script], str, dict]:
 
 
 def benchmark_cases() -> list[Path]:
-    return sorted(BENCHMARK.glob("*.json")) if BENCHMARK.is_dir() else []
+    return sorted(BENCHMARK.glob("*.json"))
 
 
 def load_case(path: Path) -> tuple[list[Script], str, dict]:
     case = json.loads(path.read_text())
     scripts = [Script(f["path"], f["content"]) for f in case["test_files"]]
     return scripts, case["failure_log"], case
+
+
+@pytest.fixture(autouse=True)
+def user_data_home(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Commands that store results use the per-user data folder: never the real one in tests."""
+    home = tmp_path_factory.mktemp("data-home")
+    monkeypatch.setenv("XDG_DATA_HOME", str(home))
+    return home
 
 
 @pytest.fixture

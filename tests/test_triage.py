@@ -30,8 +30,8 @@ RESULT_KEYS = {
     "postprocess",
     "prompt",
     "warnings",
-    "options",
     "evidence_found",
+    "options",
 }
 ITEM_KEYS = {"rank", "id", "path", "start_line", "end_line", "code", "score", "reason", "evidence"}
 

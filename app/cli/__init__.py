@@ -2,6 +2,9 @@
 
 Only the module of the subcommand being run is imported (all of them for ``--help``), so a
 command does not pay for the database, HTTP or model stacks it does not use.
+
+Exit status: 0 done (for ``triage``: ranked with evidence), 3 ``triage`` ranked without evidence
+(a guess, said so in a warning), 2 usage error, 1 failure.
 """
 
 from __future__ import annotations
@@ -11,6 +14,16 @@ import importlib
 import sys
 
 SUBCOMMANDS = ("trace", "triage", "ci", "eval", "corpus", "batch", "serve", "bench", "ingest", "history")
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+EXIT_NO_EVIDENCE = 3
+
+EPILOG = (
+    "exit status: 0 done (triage: ranked with evidence), 3 triage ranked without evidence, "
+    "2 usage error, 1 failure"
+)
 
 
 class _Version(argparse.Action):
@@ -29,7 +42,9 @@ class _Version(argparse.Action):
 def build_parser(only: str | tuple[str, ...] | None = None) -> argparse.ArgumentParser:
     """The parser; ``only`` names the subcommand(s) to register (None: every one, for help)."""
     parser = argparse.ArgumentParser(
-        prog="tcfl", description="Localize faults in failing test scripts from one failure log."
+        prog="tcfl",
+        description="Localize faults in failing test scripts from one failure log.",
+        epilog=EPILOG,
     )
     parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -63,10 +78,13 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
-        return 0
+        return EXIT_OK
     except UsageError as exc:
         print(f"tcfl: error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
+    except Exception as exc:  # a failure, not bad input: one line, no traceback on the terminal
+        print(f"tcfl: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
 
 
 class UsageError(Exception):

@@ -12,11 +12,11 @@ import json
 import os
 import socket
 import sys
-import time
 from pathlib import Path
 from typing import Any, TextIO
 
 from app.cli import UsageError
+from app.cli.progress import ProgressBar
 from app.settings import Settings
 
 PROGRESS_INTERVAL_S = 0.25
@@ -42,6 +42,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--model-url", help="OpenAI-compatible base URL ending in /v1 (overrides TCFL_MODEL_URL)"
     )
     parser.add_argument("--worker-id", help="lease owner name (default HOST:batch:INPUT-HASH)")
+    parser.add_argument(
+        "--db", metavar="URL", help="database holding the queue and results (default: TCFL_DATABASE_URL)"
+    )
     parser.add_argument(
         "--root",
         type=Path,
@@ -122,6 +125,8 @@ def _settings(args: argparse.Namespace) -> Settings:
         raise UsageError(f"invalid TCFL_ setting {first['loc']}: {first['msg']}") from None
     if args.model_url:
         settings = settings.model_copy(update={"model_url": args.model_url})
+    if args.db:
+        settings = settings.model_copy(update={"database_url": args.db})
     return settings
 
 
@@ -258,39 +263,20 @@ async def _work(store: Any, settings: Settings, batch_id: int, worker_id: str, c
 
 
 async def _progress(store: Any, batch_id: int, stream: TextIO) -> None:
-    """A one-line bar on a terminal; nothing when stderr is a file or a pipe."""
-    if not stream.isatty():
+    """A rich progress bar on a terminal; nothing when stderr is a file or a pipe."""
+    view = await asyncio.to_thread(store.get_batch, batch_id, with_items=False)
+    bar = ProgressBar(f"batch {batch_id}", view["total"], stream=stream)
+    if not bar.active:
         return
-    started = time.monotonic()
-    first: int | None = None
-
-    def draw(view: dict[str, Any]) -> None:
-        nonlocal first
-        finished = view["done"] + view["failed"]
-        first = finished if first is None else first
-        stream.write("\r" + render_bar(finished, view["total"], view["failed"], finished - first, started))
-        stream.flush()
-
-    try:
-        while True:
-            draw(await asyncio.to_thread(store.get_batch, batch_id, with_items=False))
-            await asyncio.sleep(PROGRESS_INTERVAL_S)
-    finally:
-        draw(store.get_batch(batch_id, with_items=False))
-        stream.write("\n")
-        stream.flush()
-
-
-def render_bar(finished: int, total: int, failed: int, new: int, started: float, width: int = 30) -> str:
-    share = finished / total if total else 1.0
-    filled = int(share * width)
-    elapsed = max(time.monotonic() - started, 1e-6)
-    rate = new / elapsed
-    eta = f"{(total - finished) / rate:.0f}s" if rate > 0 and finished < total else "-"
-    return (
-        f"[{'#' * filled}{'.' * (width - filled)}] {finished}/{total} "
-        f"({failed} failed) {rate:.1f}/s eta {eta}   "
-    )
+    with bar:
+        try:
+            while True:
+                bar.update(view["done"] + view["failed"], view["failed"])
+                await asyncio.sleep(PROGRESS_INTERVAL_S)
+                view = await asyncio.to_thread(store.get_batch, batch_id, with_items=False)
+        finally:
+            view = store.get_batch(batch_id, with_items=False)
+            bar.update(view["done"] + view["failed"], view["failed"])
 
 
 def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:

@@ -1,4 +1,4 @@
-"""`tcfl eval CASES_DIR`: trace quality and localization metrics over benchmark cases (DESIGN section 7)."""
+"""`tcfl eval CASES_DIR`: trace quality and localization metrics over benchmark cases."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pathlib import Path
 from app.analysis.model import resolve_variant
 from app.analysis.render import LEVELS
 from app.cli import UsageError
+from app.cli.progress import ProgressBar
 from app.eval.cases import Case, load_cases
 from app.eval.masking import MaskingPlan
 from app.eval.runner import CaseResult, EvalOptions, evaluate
@@ -181,13 +182,27 @@ async def _run(
     async def run_triage(case: Case, topts: TriageOptions) -> TriageResult:
         return await triage(list(case.scripts), case.log, topts, client=client)
 
+    bar = ProgressBar("eval", len(cases))
+    failed = 0
+
     def progress(index: int, total: int, result: CaseResult) -> None:
-        if not quiet:
-            status = f"error: {result.error}" if result.error else f"{result.eval_ms:.0f} ms"
-            print(f"[{index}/{total}] {result.case_id}: {status}", file=sys.stderr, flush=True)
+        nonlocal failed
+        failed += 1 if result.error else 0
+        if quiet:
+            return
+        if bar.active:  # a terminal: one bar, errors above it
+            if result.error:
+                bar.console.print(f"{result.case_id}: error: {result.error}", markup=False)
+            bar.update(index, failed)
+            return
+        status = f"error: {result.error}" if result.error else f"{result.eval_ms:.0f} ms"
+        print(f"[{index}/{total}] {result.case_id}: {status}", file=sys.stderr, flush=True)
 
     try:
-        return await evaluate(cases, options, run_triage, progress=progress, concurrency=concurrency)
+        if quiet or not bar.active:
+            return await evaluate(cases, options, run_triage, progress=progress, concurrency=concurrency)
+        with bar:
+            return await evaluate(cases, options, run_triage, progress=progress, concurrency=concurrency)
     finally:
         if client is not None:
             await client.aclose()

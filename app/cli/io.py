@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 from typing import BinaryIO
 
-from app.analysis.logparse import decode_log
+from app.analysis.logparse import check_prefix_format, decode_log
 from app.analysis.model import Script
 from app.cli import UsageError
 
@@ -83,6 +83,47 @@ def decode_text(data: bytes, name: str) -> tuple[str, list[str]]:
     return text, warnings
 
 
+PYTHON_SUFFIXES = (".py", ".pyw", ".pyi")
+_COMPRESSED = {
+    b"\x1f\x8b": "gzip-compressed",
+    b"BZh": "bzip2-compressed",
+    b"\xfd7zXZ\x00": "xz-compressed",
+    b"\x28\xb5\x2f\xfd": "zstd-compressed",
+    b"PK\x03\x04": "a zip archive",
+    b"\x7fELF": "an executable",
+}
+_TEXT_CONTROLS = frozenset(b"\t\n\r\f\v\b\x1b")
+_SNIFF_BYTES = 8192
+
+
+def binary_kind(data: bytes) -> str | None:
+    """What a file that is not text looks like ("gzip-compressed", "binary data"), or None for text.
+
+    Judged on the first 8 KiB: a known magic number, a NUL byte, or more than 10 % control bytes.
+    A UTF-16 byte-order mark is text (logs redirected by PowerShell).
+    """
+    head = data[:_SNIFF_BYTES]
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return None
+    for magic, kind in _COMPRESSED.items():
+        if head.startswith(magic):
+            return kind
+    if not head:
+        return None
+    controls = sum(1 for b in head if b < 32 and b not in _TEXT_CONTROLS)
+    if b"\x00" in head or controls / len(head) > 0.1:
+        return "binary data"
+    return None
+
+
+def _is_python(name: str, data: bytes) -> bool:
+    """A Python script by name (.py, .pyw, .pyi) or, without one of those, by a python shebang."""
+    if name == "-" or name.lower().endswith(PYTHON_SUFFIXES):
+        return True
+    first = data.split(b"\n", 1)[0]
+    return first.startswith(b"#!") and b"python" in first
+
+
 def read_scripts(names: list[str]) -> tuple[list[Script], list[str]]:
     scripts: list[Script] = []
     warnings: list[str] = []
@@ -91,11 +132,45 @@ def read_scripts(names: list[str]) -> tuple[list[Script], list[str]]:
         if name in seen:
             raise UsageError(f"script {name} given twice")
         seen.add(name)
-        text, w = decode_text(_read_bytes(name, "script"), name)
+        data = _read_bytes(name, "script")
+        if not _is_python(name, data):
+            raise UsageError(
+                f"script {name} is not a Python file: tcfl analyses Python test scripts "
+                "(a .py file, or a file whose first line is a python shebang)"
+            )
+        kind = binary_kind(data)
+        if kind is not None:
+            raise UsageError(f"script {name} is {kind}, not Python source")
+        text, w = decode_text(data, name)
         scripts.append(Script(name, text))
         warnings.extend(w)
     return scripts, warnings
 
 
 def read_log(name: str) -> tuple[str, list[str]]:
-    return decode_log(_read_bytes(name, "log"))
+    """The log as text; a binary file is refused up front, never analysed or echoed to the terminal."""
+    data = _read_bytes(name, "log")
+    kind = binary_kind(data)
+    if kind is not None:
+        hint = " (decompress it first)" if kind.endswith("compressed") else ""
+        raise UsageError(f"log {name} is {kind}, not a text log{hint}")
+    return decode_log(data)
+
+
+def printable(text: str) -> str:
+    """Text from a log made safe for a terminal: control characters shown as escapes, not obeyed."""
+    return "".join(
+        ch if ch in "\t\n" or (ch.isprintable() and ch != "\x7f") else ch.encode("unicode_escape").decode()
+        for ch in text
+    )
+
+
+def check_log_format(spec: str | None, source: str = "--log-format") -> None:
+    """A bad log prefix format is a usage error that names the option (or setting) it came from."""
+    if spec is None:
+        return
+    try:
+        check_prefix_format(spec)
+    except ValueError as exc:
+        reason = str(exc).replace("prefix_format regex", "the regex").replace("prefix_format", "the format")
+        raise UsageError(f"{source} {spec!r}: {reason}") from None

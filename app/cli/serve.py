@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import socket
+import sys
 from types import FrameType
 from typing import Any
 
@@ -32,7 +33,35 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="analysis worker processes (default TCFL_ANALYSIS_WORKERS, else one per CPU)",
     )
     parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
+    parser.add_argument(
+        "--db", metavar="URL", help="database to serve (default: TCFL_DATABASE_URL, else the per-user one)"
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="log JSON lines (the default when stderr is not a terminal; text on a terminal)",
+    )
     parser.set_defaults(func=run)
+
+
+def check_port(host: str, port: int) -> None:
+    """Bind and release the address as uvicorn will, so a busy port is a usage error up front."""
+    if port == 0:
+        return
+    try:
+        family, _, _, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+    except socket.gaierror as exc:
+        raise UsageError(f"--host {host}: {exc.strerror}") from None
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(address)
+        except OSError as exc:
+            raise UsageError(
+                f"cannot listen on {host}:{port}: {exc.strerror} (another server there? pick another --port)"
+            ) from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,19 +75,22 @@ def run(args: argparse.Namespace) -> int:
 
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port must be 0-65535, got {args.port}")
+    check_port(args.host, args.port)  # before the database, the logs or the app are touched
     try:
         settings = Settings()
     except ValidationError as exc:
         raise UsageError(
             f"invalid TCFL_ setting: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}"
         ) from None
+    if args.db:
+        settings = settings.model_copy(update={"database_url": args.db})
     if args.workers is not None:
         if args.workers < 1:
             raise UsageError(f"--workers must be >= 1, got {args.workers}")
         settings = settings.model_copy(update={"analysis_workers": args.workers})
     if args.workers_off:
         settings = settings.model_copy(update={"worker_enabled": False})
-    configure_logging(args.log_level)
+    configure_logging(args.log_level, json_lines=args.json or not sys.stderr.isatty())
     try:
         engine = make_engine(settings.database_url)
         migrate(engine)

@@ -14,7 +14,7 @@ from app.analysis.estimate import EstimateOptions
 from app.analysis.model import TRACE_ALIASES, VARIANTS, Analysis, Loc, State, resolve_variant
 from app.analysis.pipeline import analyze
 from app.cli import UsageError
-from app.cli.io import read_log, read_scripts
+from app.cli.io import check_log_format, printable, read_log, read_scripts
 from app.options import resolve_options
 from app.settings import get_settings
 
@@ -31,7 +31,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="extra log-function callee pattern, e.g. Log.log or self.*.info (repeatable)",
     )
     p.add_argument("--log-format", metavar="NAME_OR_REGEX", help="log prefix format (default: detected)")
-    p.add_argument("--variant", default="tplus", help="variant whose per-line states the report shows")
+    p.add_argument(
+        "--trace",
+        "--variant",
+        dest="variant",
+        default="tplus",
+        metavar="VARIANT",
+        help="variant whose per-line states the report shows (as in triage; --variant is an alias)",
+    )
     for flag in ("call-site-inference", "termination", "walk-semantics", "normal-return"):
         p.add_argument(f"--no-{flag}", action="store_true", help=f"tplus without {flag.replace('-', ' ')}")
     p.add_argument(
@@ -42,13 +49,16 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="RULE",
         help=f"tplus without this refinement (repeatable): {', '.join(sorted(REFINEMENTS))}",
     )
-    p.add_argument("--json", action="store_true", help="machine-readable output (DESIGN section 3)")
+    p.add_argument(
+        "--json", action="store_true", help="machine-readable output (the JSON report described in README)"
+    )
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     scripts, warnings = read_scripts(args.scripts)
     log, log_warnings = read_log(args.log)
+    check_log_format(args.log_format)
     options = EstimateOptions(
         call_site_inference=not args.no_call_site_inference,
         termination=not args.no_termination,
@@ -116,14 +126,12 @@ def trace_report(analysis: Analysis, extra_warnings: list[str] | None = None) ->
             loc = Loc(sf.path, ln)
             row: dict[str, Any] = {"path": sf.path, "line": ln, "code": sf.lines[ln - 1]}
             for name in ("T1_dbt_exe", "T2", "tplus"):
-                ev = analysis.traces[name].evidence.get(loc)
-                kept = loc in analysis.traces[name].kept
+                state, rule, why = line_state(analysis, name, loc)
                 row[name] = {
-                    # a kept line without a rule (a class header) is not proven: doubtful
-                    "state": (ev.state.value if ev else ("doubtful" if kept else "not_executed")),
-                    "kept": kept,
-                    "rule": ev.rule if ev else "",
-                    "why": ev.detail if ev else "",
+                    "state": state.value,
+                    "kept": loc in analysis.traces[name].kept,
+                    "rule": rule,
+                    "why": why,
                 }
             lines.append(row)
     return {
@@ -196,6 +204,24 @@ def _sid_state(analysis: Analysis, sid: int | None) -> str:
 
 
 _MARK = {True: "+", False: " "}
+_WORD = {State.EXE: "executed", State.NEXE: "not executed", State.DBT: "doubtful"}
+
+
+def line_state(analysis: Analysis, variant: str, loc: Loc) -> tuple[State, str, str]:
+    """A line's state in one variant, its rule and why: executed / not executed only on evidence.
+
+    A line the estimate kept or pruned without a recorded reason, or with the "no-evidence" rule, is
+    doubtful, and says why; an unknown state (several statements matched one message) is doubtful too.
+    """
+    trace = analysis.traces[variant]
+    ev = trace.evidence.get(loc)
+    kept = loc in trace.kept
+    if ev is None:
+        verb = "kept" if kept else "pruned"
+        return State.DBT, "no-evidence", f"{verb} by {variant} without direct evidence"
+    # "no-evidence" records say why a line was kept or dropped wholesale, which proves nothing
+    state = ev.state if ev.state in _WORD and ev.rule != "no-evidence" else State.DBT
+    return state, ev.rule, ev.detail
 
 
 def format_trace(analysis: Analysis, variant: str, extra_warnings: list[str]) -> str:
@@ -208,25 +234,26 @@ def format_trace(analysis: Analysis, variant: str, extra_warnings: list[str]) ->
         label = f"{name} ({alias})" if alias else name
         out.append(f"  {label:<28} {len(t.kept):>6} / {t.total:<6} {t.pruning_rate:6.1%}")
     out.append("")
-    out.append(f"Error message: {analysis.log.error_message or '(none found)'}")
+    out.append(f"Error message: {printable(analysis.log.error_message) or '(none found)'}")
     out.append(f"Log format: {analysis.log.format}; messages: {len(analysis.log.messages)}")
     out.append("")
     trace = analysis.traces[variant]
-    out.append(f"Per line, variant {variant}: + kept, state (exe proven, dbt kept unproven, nexe), rule: why")
-    state_word = {State.EXE: "exe ", State.NEXE: "nexe", State.DBT: "dbt ", State.UNKNOWN: "?   "}
+    out.append(f"Per line, variant {variant}: + kept, state (executed / not executed / doubtful), rule: why")
+    counts = dict.fromkeys(_WORD.values(), 0)
     for sf in analysis.program.files:
         out.append(f"== {sf.path}")
         width = len(str(len(sf.lines)))
         for ln in sorted(sf.code_lines):
             loc = Loc(sf.path, ln)
-            ev = trace.evidence.get(loc)
-            kept = loc in trace.kept
-            state = state_word[ev.state] if ev else ("dbt " if kept else "nexe")
-            why = f"{ev.rule}: {ev.detail}" if ev else ""
+            state, rule, detail = line_state(analysis, variant, loc)
+            counts[_WORD[state]] += 1
+            why = f"{rule}: {printable(detail)}" if detail else rule
             code = sf.lines[ln - 1]
             if len(code) > 70:
                 code = code[:67] + "..."
-            out.append(f"{_MARK[kept]}{ln:>{width}} {state} {code:<70}  {why}")
+            out.append(f"{_MARK[loc in trace.kept]}{ln:>{width}} {_WORD[state]:<12} {code:<70}  {why}")
+    out.append("")
+    out.append("Lines: " + ", ".join(f"{n} {word}" for word, n in counts.items()))
     warnings = [*analysis.warnings, *extra_warnings]
     if warnings:
         out.append("")

@@ -14,8 +14,8 @@ from pydantic import ValidationError
 
 from app.analysis.model import Script
 from app.analysis.render import LEVELS
-from app.cli import UsageError
-from app.cli.io import read_log, read_scripts
+from app.cli import EXIT_NO_EVIDENCE, EXIT_OK, UsageError
+from app.cli.io import check_log_format, printable, read_log, read_scripts
 from app.localize.prompts import OUTPUT_FORMATS
 from app.localize.result import TriageResult
 from app.options import PROMPT_STYLES, TriageOptions, resolve_options
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 CODE_PREVIEW_LINES = 4
 EVIDENCE_LINES = 3  # evidence records shown under each ranked element
-GUESS_EXIT = 3  # ranked, but nothing in the failure pointed anywhere: the ranking is a guess
+GUESS_EXIT = EXIT_NO_EVIDENCE  # ranked, but nothing in the failure pointed anywhere: the ranking is a guess
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -76,11 +76,19 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="PATTERN",
         help="extra log-function callee pattern, e.g. Log.log (repeatable)",
     )
-    p.add_argument("--json", action="store_true", help="machine-readable triage result (DESIGN section 3)")
+    p.add_argument(
+        "--json", action="store_true", help="machine-readable triage result (JSON; keys are only ever added)"
+    )
     p.add_argument(
         "--no-store",
         action="store_true",
-        help="do not record the result in the database (TCFL_DATABASE_URL, default ./tcfl.db)",
+        help="do not record the result in the database",
+    )
+    p.add_argument(
+        "--db",
+        metavar="URL",
+        help="database to record the result in (default: TCFL_DATABASE_URL, else tcfl.db in the "
+        "per-user data folder)",
     )
     p.add_argument(
         "--log-format",
@@ -112,6 +120,12 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(
             f"invalid TCFL_* setting: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}"
         ) from exc
+    if args.db:
+        settings = settings.model_copy(update={"database_url": args.db})
+    check_log_format(args.log_format)
+    if not args.log_format:
+        check_log_format(settings.log_format, "TCFL_LOG_FORMAT")
+    model_flags = _model_only_flags(args)
     try:
         options = resolve_options(
             settings,
@@ -137,6 +151,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from exc
     if options.ranker == "llm" and client is None:
         raise UsageError("--ranker llm needs a model server: pass --model-url or set TCFL_MODEL_URL")
+    if model_flags and client is None:
+        why = "with --ranker heuristic" if options.ranker == "heuristic" else "without a model server"
+        warnings.append(f"{', '.join(model_flags)} only affect(s) the model ranker; ignored {why}")
     history, history_warnings = _history(settings, args, options, client)
     if history:
         options = replace(options, ranker="history")
@@ -158,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
         json.dump(body, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write(format_result(result, result_warnings))
+        sys.stdout.write(format_result(result))
         if saved is not None:
             from app.service.store import safe_url
 
@@ -166,7 +183,26 @@ def run(args: argparse.Namespace) -> int:
                 f"\nSaved as triage {saved} in {safe_url(settings.database_url)}"
                 f" (see it with `tcfl serve`: /triage/{saved})\n"
             )
-    return 0 if result.evidence_found or not result.ranking else GUESS_EXIT
+    # warnings (the model fallback among them) once each, on stderr, in both output modes
+    for warning in dict.fromkeys([*result_warnings, *result.warnings]):
+        print(f"tcfl: warning: {printable(warning)}", file=sys.stderr)
+    return EXIT_OK if result.evidence_found or not result.ranking else GUESS_EXIT
+
+
+_MODEL_FLAGS = (
+    ("model_url", "--model-url"),
+    ("model", "--model"),
+    ("output_format", "--output-format"),
+    ("two_phase", "--two-phase"),
+    ("line_to_block", "--line-to-block"),
+    ("prompt_style", "--prompt-style"),
+    ("prompt_budget", "--prompt-budget"),
+)
+
+
+def _model_only_flags(args: argparse.Namespace) -> list[str]:
+    """The flags given on this command line that only the model ranker reads."""
+    return [flag for attr, flag in _MODEL_FLAGS if getattr(args, attr, None) not in (None, False)]
 
 
 def _client(settings: Settings, options: TriageOptions, model_url: str | None) -> ModelClient | None:
@@ -203,7 +239,6 @@ def _store(
         warnings.append(
             f"result not stored in {safe_url(settings.database_url)}: {type(exc).__name__}: {exc}"
         )
-        print(f"tcfl: warning: {warnings[-1]}", file=sys.stderr)
         return None
 
 
@@ -254,17 +289,24 @@ async def _triage(
             await client.aclose()
 
 
-def format_result(result: TriageResult, extra_warnings: list[str]) -> str:
-    """The terminal report: the ranking with code previews, then where it came from and what it cost."""
+def format_result(result: TriageResult) -> str:
+    """The terminal report: the ranking with code previews, then where it came from and what it cost.
+
+    Warnings are not part of it: the caller prints them on stderr, once each.
+    """
     out: list[str] = []
-    out.append(f"Error: {result.error_message or '(no error message found in the log)'}")
+    out.append(f"Error: {printable(result.error_message) or '(no error message found in the log)'}")
     ranker = result.ranker if result.model is None else f"{result.ranker} ({result.model})"
+    if result.fallback_reason:
+        ranker += " (fallback: the model did not answer; see the warning)"
+    shown = len(result.ranking)
+    asked = "" if shown == result.k else f" (of {result.k} asked: the trace holds no more)"
     out.append(
-        f"Top {result.k} {result.level}s by {ranker}; trace {result.variant}: "
+        f"Top {shown} {result.level}s{asked} by {ranker}; trace {result.variant}: "
         f"{result.kept_lines}/{result.total_lines} lines kept ({result.pruning_rate:.0%} pruned)"
     )
-    if result.fallback_reason:
-        out.append(f"Fallback: {result.fallback_reason}")
+    if not result.evidence_found:
+        out.append("No evidence in the log: this ranking is a guess (see the warning)")
     out.append("")
     for item in result.ranking:
         span = (
@@ -275,7 +317,8 @@ def format_result(result: TriageResult, extra_warnings: list[str]) -> str:
         out.append(f"    why: {item.reason}")
         for ev in item.evidence[:EVIDENCE_LINES]:
             origin = f"  <- log line {ev.source_line}" if ev.source_line else ""
-            out.append(f"      [{ev.channel}] {ev.path}:{ev.line} {ev.detail} (+{ev.weight:.2f}){origin}")
+            detail = printable(ev.detail)
+            out.append(f"      [{ev.channel}] {ev.path}:{ev.line} {detail} (+{ev.weight:.2f}){origin}")
         code = item.code.splitlines()
         for line in code[:CODE_PREVIEW_LINES]:
             out.append(f"    | {line}")
@@ -294,6 +337,4 @@ def format_result(result: TriageResult, extra_warnings: list[str]) -> str:
             f"Post-processing: {counts.invalid} invalid, {counts.duplicates} duplicate, "
             f"{counts.mismatches} mismatched ({counts.repaired} repaired)"
         )
-    for warning in [*extra_warnings, *result.warnings]:
-        out.append(f"warning: {warning}")
     return "\n".join(out) + "\n"

@@ -87,8 +87,8 @@ class TriageResult:
     warnings: tuple[str, ...] = ()
     id: str | None = None
     status: str = "done"
-    options: TriageOptions | None = None  # the resolved options the triage ran with, stored whole
     evidence_found: bool = True  # False: nothing in the failure pointed anywhere; the ranking is a guess
+    options: TriageOptions | None = None  # the resolved options the triage ran with, stored whole
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -116,8 +116,8 @@ class TriageResult:
             "postprocess": self.postprocess.to_dict(),
             "prompt": {"chars": self.prompt_chars, "lines": self.prompt_lines},
             "warnings": list(self.warnings),
-            "options": None if self.options is None else self.options.to_dict(),
             "evidence_found": self.evidence_found,
+            "options": None if self.options is None else self.options.to_dict(),
         }
 
     @classmethod

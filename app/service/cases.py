@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from app.analysis.limits import InputTooCostly, check_text
+from app.analysis.logstatements import compile_patterns
 from app.analysis.model import Script
 from app.options import TriageOptions, resolve_options
 from app.service.schemas import BatchRequest, TriageRequest
@@ -72,6 +73,7 @@ def to_case(request: TriageRequest, settings: Settings, *, where: str = "") -> S
             log_functions=request.log_functions,
             log_format=request.log_format,
         )
+        compile_patterns(resolved.log_functions)  # a bad pattern is a 422 before anything is stored
     except ValueError as exc:
         raise InvalidInput(f"{where}{exc}") from None
     options = resolved.to_dict()

@@ -33,10 +33,11 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, default=str, ensure_ascii=False)
 
 
-def configure_logging(level: str = "info") -> None:
-    """Route the root logger (and uvicorn's) to stderr as JSON lines."""
+def configure_logging(level: str = "info", *, json_lines: bool = True) -> None:
+    """Route the root logger (and uvicorn's) to stderr as JSON lines, or as text for a person."""
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter())
+    text = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    handler.setFormatter(JsonFormatter() if json_lines else text)
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

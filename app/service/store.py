@@ -230,9 +230,17 @@ def safe_url(url: str) -> str:
         return "<unparseable database URL>"
 
 
+def _make_sqlite_folder(url: str) -> None:
+    """The default database lives in a per-user data folder that may not exist yet."""
+    database = make_url(url).database
+    if database and database != ":memory:" and not database.startswith("file:"):
+        Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+
+
 def make_engine(url: str) -> Engine:
     """SQLite gets WAL, a busy timeout and ``BEGIN IMMEDIATE`` (one writer, no upgrade deadlocks)."""
     if url.startswith("sqlite"):
+        _make_sqlite_folder(url)
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
 
         @event.listens_for(engine, "connect")

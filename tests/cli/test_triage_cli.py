@@ -87,9 +87,11 @@ def test_unreachable_model_falls_back_with_a_visible_reason(capsys: pytest.Captu
     from tests.support.openai_standin import closed_port_url
 
     code = main(["triage", SCRIPT, "--log", LOG, "--model-url", closed_port_url(), "-k", "1"])
-    out = capsys.readouterr().out
+    captured = capsys.readouterr()
     assert code == 0
-    assert "by heuristic" in out and "Fallback: model unavailable" in out
+    assert "by heuristic (fallback: the model did not answer; see the warning)" in captured.out
+    assert "model unavailable" not in captured.out
+    assert captured.err.count("model unavailable") == 1
 
 
 def test_multi_file_real_case(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -116,10 +118,10 @@ def test_non_utf8_script_is_decoded_with_a_warning(
     log = tmp_path / "f.log"
     log.write_text('Traceback (most recent call last):\n  File "t.py", line 3, in test_a\nAssertionError\n')
     code = main(["triage", str(script), "--log", str(log)])
-    out = capsys.readouterr().out
+    captured = capsys.readouterr()
     assert code == 0
-    assert "not valid UTF-8" in out
-    assert "BLOCK 1" in out
+    assert "not valid UTF-8" in captured.err
+    assert "BLOCK 1" in captured.out
 
 
 @pytest.mark.parametrize(
@@ -152,7 +154,7 @@ def test_a_bad_setting_in_the_environment_is_a_usage_error(
 
 
 def test_results_are_recorded_in_the_embedded_database(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], user_data_home: Path
 ) -> None:
     from app.service.store import Store
 
@@ -161,8 +163,10 @@ def test_results_are_recorded_in_the_embedded_database(
     )
     assert code == 0
     out = capsys.readouterr().out
-    assert "Saved as triage 1 in sqlite:///./tcfl.db" in out
-    store = Store.open(f"sqlite:///{tmp_path / 'tcfl.db'}")
+    database = user_data_home / "tcfl" / "tcfl.db"
+    assert f"Saved as triage 1 in sqlite:///{database}" in out
+    assert not (tmp_path / "tcfl.db").exists()  # never the working folder
+    store = Store.open(f"sqlite:///{database}")
     try:
         stored = store.get_triage(1)
     finally:
@@ -171,14 +175,17 @@ def test_results_are_recorded_in_the_embedded_database(
     assert stored["ranking"][0]["id"] == "BLOCK 6" and stored["test_id"] == "golden"
 
 
-def test_no_store_leaves_no_database(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_no_store_leaves_no_database(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], user_data_home: Path
+) -> None:
     assert main(["triage", SCRIPT, "--log", LOG, "--log-function", "Log.log", "--no-store", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["id"] is None
     assert not (tmp_path / "tcfl.db").exists()
+    assert not (user_data_home / "tcfl").exists()
 
 
 def test_the_options_are_stored_whole_and_given_back(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    user_data_home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """two_phase and line_to_block used to be dropped from the stored options."""
     from app.localize.result import TriageResult
@@ -189,7 +196,7 @@ def test_the_options_are_stored_whole_and_given_back(
     assert main([*args, "--json", "--ranker", "heuristic"]) == 0
     body = json.loads(capsys.readouterr().out)
     assert body["options"]["two_phase"] is True and body["options"]["line_to_block"] is True
-    store = Store.open(f"sqlite:///{tmp_path / 'tcfl.db'}")
+    store = Store.open(f"sqlite:///{user_data_home / 'tcfl' / 'tcfl.db'}")
     try:
         case = store.load_case(body["id"])
         stored = store.get_triage(body["id"])

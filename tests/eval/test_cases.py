@@ -63,9 +63,8 @@ def test_load_a_folder_with_bad_files(tmp_path: Path) -> None:
         load_cases(tmp_path / "missing")
 
 
-@pytest.mark.skipif(not BENCHMARK.is_dir(), reason="shared benchmark not mounted")
 def test_real_benchmark_cases_load() -> None:
     cases, problems = load_cases(BENCHMARK)
     assert problems == []
-    assert len(cases) == len(benchmark_cases())
+    assert len(cases) == len(benchmark_cases()) > 0
     assert all(c.faulty for c in cases)

@@ -73,6 +73,7 @@ def test_discovery_helpers() -> None:
     assert all(f.name.startswith("test_") for f in files)
 
 
+@pytest.mark.slow
 def test_build_a_small_corpus(tmp_path: Path) -> None:
     out = tmp_path / "corpus"
     summary = build_corpus(out, CorpusOptions(max_cases=3, per_file=2, seed=7))

@@ -194,13 +194,24 @@ class Standin:
 
 
 @contextmanager
-def standin(delay_s: float, mode: str = "answer") -> Iterator[Standin]:
+def standin(delay_s: float, mode: str = "answer", *, gate: Path | None = None) -> Iterator[Standin]:
     """The stand-in model server process, answering every chat request after ``delay_s``.
 
     ``mode``: answer validly, trickle (one byte a second), silent (never answer), fail (HTTP 500).
+    With ``gate``, no chat request is answered before that file exists.
     """
+    gate_args = [] if gate is None else ["--gate-file", str(gate)]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.support.openai_standin", "--delay", str(delay_s), "--mode", mode],
+        [
+            sys.executable,
+            "-m",
+            "tests.support.openai_standin",
+            "--delay",
+            str(delay_s),
+            "--mode",
+            mode,
+            *gate_args,
+        ],
         cwd=REPO,
         stdout=subprocess.PIPE,
         text=True,

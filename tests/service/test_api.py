@@ -265,6 +265,14 @@ def test_bad_input_never_loses_what_is_stored(api: httpx.Client) -> None:
     assert api.get(f"/v1/triage/{kept['id']}").json() == kept
 
 
+def test_a_bad_log_function_is_422_and_stores_nothing(api: httpx.Client) -> None:
+    label = _label()
+    response = api.post("/v1/triage", json=example_body(test_id=label, log_functions=["Log..log"]))
+    assert response.status_code == 422
+    assert "invalid log function pattern 'Log..log'" in response.json()["detail"]
+    assert api.get("/v1/triage", params={"test_id": label}).json()["items"] == []
+
+
 def test_request_ids_are_echoed_or_made(api: httpx.Client) -> None:
     assert (
         api.get("/healthz", headers={"X-Request-ID": "ci-job-42.7"}).headers["X-Request-ID"] == "ci-job-42.7"
@@ -320,6 +328,7 @@ def test_openapi_documents_bodies_with_the_running_example(api: httpx.Client) ->
     assert api.get("/docs").status_code == 200
 
 
+@pytest.mark.slow
 def test_api_keys_guard_every_route_but_healthz(tmp_path: Path) -> None:
     srv = Server(
         f"sqlite:///{tmp_path / 'keys.db'}", tmp_path, env={"TCFL_SERVICE_API_KEYS": "alpha, beta"}
@@ -356,6 +365,7 @@ def _metric(text: str, name: str, **labels: str) -> float:
     return 0.0
 
 
+@pytest.mark.slow
 def test_model_server_health_tokens_and_fallbacks_are_reported(tmp_path: Path) -> None:
     with standin(0.0) as model:
         srv = Server(f"sqlite:///{tmp_path / 'm.db'}", tmp_path, env={"TCFL_MODEL_URL": model.url}).start()
@@ -389,6 +399,7 @@ def test_model_server_health_tokens_and_fallbacks_are_reported(tmp_path: Path) -
     assert _metric(metrics, "tcfl_model_errors_total") == 1
 
 
+@pytest.mark.slow
 def test_logs_are_json_lines_carrying_the_request_id(tmp_path: Path) -> None:
     srv = Server(f"sqlite:///{tmp_path / 'l.db'}", tmp_path, log_level="info").start()
     try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 from pathlib import Path
@@ -14,6 +15,8 @@ from sqlalchemy.orm import Session
 
 from app.service.store import ResultRow
 from tests.service.helpers import EXAMPLE, clean_env, example_body, jsonl, standin, tcfl_command, wait_for
+
+pytestmark = pytest.mark.slow  # each test starts tcfl batch/serve processes
 
 
 def _benchmark_dir(root: Path, count: int) -> Path:
@@ -165,7 +168,7 @@ def test_batch_draws_a_progress_bar_on_a_terminal(tmp_path: Path) -> None:
 
     cases = tmp_path / "cases.jsonl"
     cases.write_bytes(jsonl([example_body(test_id=f"p{i}") for i in range(3)]))
-    env = clean_env(TCFL_DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite'}")
+    env = clean_env(TCFL_DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite'}", TERM="xterm-256color")
     leader, follower = pty.openpty()
     proc = subprocess.Popen(
         tcfl_command("batch", str(cases), "--out", str(tmp_path / "o.jsonl")),
@@ -187,5 +190,5 @@ def test_batch_draws_a_progress_bar_on_a_terminal(tmp_path: Path) -> None:
     os.close(leader)
     assert proc.wait(timeout=120) == 0
     text = seen.decode(errors="replace")
-    assert "\r[" in text
-    assert "3/3 (0 failed)" in text
+    assert "\x1b[" in text  # drawn in place (rich), not printed line by line
+    assert "3/3 (0 failed)" in re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)

@@ -6,10 +6,13 @@ import json
 from typing import Any
 
 import httpx
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.service.helpers import Server, example_body
+
+pytestmark = pytest.mark.slow  # hypothesis against a real server: many requests per test
 
 ANY_CHAR = st.characters(min_codepoint=0, max_codepoint=0x10FFFF, exclude_categories=())
 TEXT = st.text(ANY_CHAR, max_size=80)

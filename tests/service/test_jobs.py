@@ -12,11 +12,14 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from sqlalchemy import create_engine, select
 from sqlalchemy.orm import Session
 
 from app.service.store import BatchItemRow, ResultRow
 from tests.service.helpers import Server, clean_env, example_body, jsonl, standin, tcfl_command, wait_for
+
+pytestmark = pytest.mark.slow  # real serve/batch processes and a delayed model: tens of seconds each
 
 CASES = 50
 CONCURRENCY = 4
@@ -89,7 +92,8 @@ def test_serve_killed_mid_batch_resumes_with_nothing_lost_or_done_twice(
 def test_two_worker_processes_never_take_the_same_item(database_url: str, tmp_path: Path) -> None:
     cases_file = tmp_path / "cases.jsonl"
     cases_file.write_bytes(jsonl([example_body(ranker="llm", test_id=f"mw-{i}") for i in range(40)]))
-    with standin(MODEL_DELAY_S) as model:
+    gate = tmp_path / "gate"
+    with standin(MODEL_DELAY_S, gate=gate) as model:
         env = clean_env(TCFL_DATABASE_URL=database_url, TCFL_MODEL_URL=model.url)
 
         def start(name: str, *extra: str) -> subprocess.Popen[str]:
@@ -105,6 +109,14 @@ def test_two_worker_processes_never_take_the_same_item(database_url: str, tmp_pa
         first = start("worker-a")
         batch_id = wait_for(lambda: _first_batch(database_url), what="the first worker to queue the batch")
         second = start("worker-b", "--resume")
+        # No model answer until both workers hold items. Without the gate worker-a drained the 40
+        # items in about 5 s while worker-b was still starting (a new interpreter, imports, the
+        # migration check), so on a busy machine worker-b found nothing left and the test failed.
+        wait_for(
+            lambda: _lease_holders(database_url, batch_id) == {"worker-a", "worker-b"},
+            what="both workers to hold items",
+        )
+        gate.touch()
         out_a, out_b = first.communicate(timeout=300)[1], second.communicate(timeout=300)[1]
     assert first.returncode == 0, out_a
     assert second.returncode == 0, out_b
@@ -117,6 +129,11 @@ def test_two_worker_processes_never_take_the_same_item(database_url: str, tmp_pa
         lines = [json.loads(line) for line in (tmp_path / f"{name}.jsonl").read_text().splitlines()]
         assert [line["index"] for line in lines] == list(range(40))
         assert all(line["status"] == "done" and line["result"]["ranking"] for line in lines)
+
+
+def _lease_holders(database_url: str, batch_id: int) -> set[str]:
+    items, _ = _rows(database_url, batch_id)
+    return {item.locked_by for item in items if item.status == "running" and item.locked_by}
 
 
 def _first_batch(database_url: str) -> int | None:

@@ -230,6 +230,7 @@ def test_migrations_match_the_models(store: Store) -> None:
     }
 
 
+@pytest.mark.slow
 def test_alembic_command_line_upgrade(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'cli.db'}"
     alembic = [sys.executable, "-m", "alembic", "-c", str(REPO / "app/service/migrations/alembic.ini")]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import signal
 import socket
 import threading
@@ -96,6 +97,10 @@ class OpenAIStandin:
         self._requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        # chat answers wait while the gate is closed (open by default): lets a test hold every
+        # answer until the state it needs exists, instead of hoping a delay is long enough
+        self.gate = threading.Event()
+        self.gate.set()
         self._in_flight = 0
         self._max_in_flight = 0
         self._server = _Server((host, port), _handler_for(self))
@@ -241,6 +246,10 @@ def _handler_for(standin: OpenAIStandin) -> type[BaseHTTPRequestHandler]:
                 if reply is None:
                     self._send(404, b'{"error": {"message": "not found"}}', "application/json", {})
                     return
+                if request.path == CHAT_PATH:
+                    while not standin.gate.wait(0.05):
+                        if standin._stop.is_set():
+                            return
                 if reply.delay_s > 0 and standin._stop.wait(reply.delay_s):
                     return
                 payload, content_type = standin._render(reply, request)
@@ -285,6 +294,13 @@ def closed_port_url() -> str:
     return f"http://127.0.0.1:{port}/v1"
 
 
+def _open_when_present(srv: OpenAIStandin, path: str, done: threading.Event) -> None:
+    while not done.wait(0.05):
+        if os.path.exists(path):
+            srv.gate.set()
+            return
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description="Delayed-answer OpenAI-compatible stand-in (valid rankings)."
@@ -293,6 +309,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--delay", type=float, default=0.0, help="seconds before each chat answer")
     parser.add_argument("--model", default=DEFAULT_MODEL)
+    parser.add_argument(
+        "--gate-file", help="hold every chat answer until this file exists (then answer as usual)"
+    )
     parser.add_argument(
         "--mode",
         choices=("answer", "trickle", "silent", "fail"),
@@ -309,6 +328,9 @@ def main(argv: list[str] | None = None) -> int:
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
     with OpenAIStandin(default=default, model=args.model, host=args.host, port=args.port) as srv:
+        if args.gate_file:
+            srv.gate.clear()
+            threading.Thread(target=_open_when_present, args=(srv, args.gate_file, done), daemon=True).start()
         print(srv.url, flush=True)
         with contextlib.suppress(KeyboardInterrupt):
             done.wait()
