@@ -207,7 +207,48 @@ def _row(r: dict[str, Any]) -> str:
     )
 
 
+def startup(repeat: int) -> dict[str, float]:
+    """Cold starts as a user pays them: `tcfl --version` and a small triage, each a new process."""
+    import os
+    import subprocess
+    import tempfile
+
+    command = [sys.executable, "-m", "app.cli"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TCFL_")}
+    with tempfile.TemporaryDirectory(prefix="tcfl-bench-") as work:
+        script = Path(work) / "test_big.py"
+        log = Path(work) / "failure.log"
+        text = make_script(60)
+        script.write_text(text, encoding="utf-8")
+        log.write_text(make_log(text, 200), encoding="utf-8")
+        runs = {
+            "python_ms": [sys.executable, "-c", "pass"],
+            "version_ms": [*command, "--version"],
+            "triage_ms": [*command, "triage", str(script), "--log", str(log), "--no-store"],
+            "triage_store_ms": [*command, "triage", str(script), "--log", str(log)],
+        }
+        out: dict[str, float] = {}
+        for name, argv in runs.items():
+            samples = []
+            for _ in range(repeat):
+                t0 = time.perf_counter()
+                subprocess.run(argv, env=env, cwd=work, capture_output=True, check=True)
+                samples.append((time.perf_counter() - t0) * 1000)
+            out[name] = round(statistics.median(samples), 1)
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.startup:
+        times = startup(args.repeat)
+        if args.json:
+            json.dump({"repeat": args.repeat, "clock": "wall", "startup": times}, sys.stdout, indent=1)
+            sys.stdout.write("\n")
+        else:
+            print("cold start, new process each run; median wall ms")
+            for name, value in times.items():
+                print(f"  {name.removesuffix('_ms'):<14} {value:>8.1f}")
+        return 0
     from app.analysis.source import parse_tree
     from app.triage import prepare
 
@@ -253,6 +294,11 @@ def _arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-trace", action="store_true", help="skip timing `tcfl trace`'s all-variant analysis")
     p.add_argument(
         "--clock", choices=tuple(CLOCKS), default="cpu", help="cpu (process time, default) or wall time"
+    )
+    p.add_argument(
+        "--startup",
+        action="store_true",
+        help="time cold starts instead: `tcfl --version` and a small triage, each a new process",
     )
     p.add_argument("--json", action="store_true", help="machine-readable rows")
 

@@ -4,7 +4,8 @@ Installed with tcfl (entry point ``pytest11``) but off until ``--tcfl`` or ``-p 
 collects each failed test's captured output and report, finds its scripts under the rootdir,
 runs ``app.triage.triage``, prints a short summary and, with ``--tcfl-out DIR``, writes every
 ``tcfl ci`` output format there. It never changes the session's outcome or exit status: any
-problem of its own is printed as one line.
+problem of its own is printed as one line. Loading the plugin imports nothing else of tcfl, so
+sessions that leave it off pay nothing for it.
 """
 
 from __future__ import annotations
@@ -15,8 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from app.emit import FORMATS, SUFFIXES
 
 SUMMARY_ITEMS = 3
 
@@ -94,7 +93,7 @@ class TriageAtEnd:
         from app.ingest.base import Results, TestRun, split_params
         from app.ingest.resolve import Checkout
         from app.localize.llm import ModelClient
-        from app.localize.result import TriageOptions
+        from app.options import resolve_options
         from app.settings import get_settings
 
         runs = []
@@ -114,14 +113,7 @@ class TriageAtEnd:
             )
         ranker = self.config.getoption("tcfl_ranker")
         settings = get_settings()
-        options = TriageOptions(
-            level=settings.default_level,
-            k=settings.default_k,
-            trace=settings.default_trace,
-            ranker=ranker,
-            log_functions=tuple(settings.extra_log_functions()),
-            log_format=settings.log_format,
-        ).validated()
+        options = resolve_options(settings, ranker=ranker)
         root = Path(self.config.getoption("tcfl_root") or self.config.rootpath)
         checkout = Checkout.scan(root)
         results = Results("pytest", tuple(runs))
@@ -158,7 +150,7 @@ def summary_lines(report: Any) -> list[str]:
 
 
 def write_outputs(report: Any, folder: Path) -> list[Path]:
-    from app.emit import emit
+    from app.emit import FORMATS, SUFFIXES, emit
 
     folder.mkdir(parents=True, exist_ok=True)
     written = []

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app.analysis.context import REFINEMENTS, EstimateOptions
 from app.analysis.grounding import missing_evidence
@@ -25,9 +25,16 @@ from app.rankers import choose, make_ranker
 from app.rankers.base import Pick, Prompt, RankRequest
 from app.rankers.heuristic import HeuristicRanker
 
+if TYPE_CHECKING:
+    from app.analysis.snapshot import Snapshot
 
-def prepare(scripts: Sequence[Script], log: str, options: TriageOptions) -> RankRequest:
-    """The static phase (no I/O): analysis, rendered code and prompt; ``ValueError`` for bad options."""
+
+def prepare(
+    scripts: Sequence[Script], log: str, options: TriageOptions, *, explain: bool = False
+) -> RankRequest:
+    """The static phase (no I/O): analysis, rendered code and prompt; ``ValueError`` for bad options.
+
+    ``explain`` keeps each line's reason (for the stored snapshot the dashboard shows)."""
     opts = options.validated()
     refinements_off = [name for name in opts.disabled_channels if name in REFINEMENTS]
     analysis = analyze(
@@ -36,7 +43,7 @@ def prepare(scripts: Sequence[Script], log: str, options: TriageOptions) -> Rank
         log_functions=opts.log_functions,
         prefix_format=opts.log_format,
         variants=(opts.trace,),
-        explain=False,
+        explain=explain,
         options=EstimateOptions().without(refinements_off) if refinements_off else None,
     )
     rendered = render(analysis, opts.trace, opts.level)
@@ -56,6 +63,18 @@ async def triage(
     started = time.perf_counter()
     request = prepare(scripts, log, options)
     return await rank(request, client=client, started=started)
+
+
+async def triage_with_snapshot(
+    scripts: Sequence[Script], log: str, options: TriageOptions, *, client: Any | None
+) -> tuple[TriageResult, Snapshot]:
+    """``triage`` plus the snapshot of the analysis that ranked it, which the dashboard stores and shows."""
+    from app.analysis import snapshot
+
+    started = time.perf_counter()
+    request = prepare(scripts, log, options, explain=True)
+    result = await rank(request, client=client, started=started)
+    return result, snapshot.build(request.analysis, request.rendered, log)
 
 
 async def rank(request: RankRequest, *, client: Any | None, started: float | None = None) -> TriageResult:

@@ -57,3 +57,10 @@ def test_the_table_has_a_row_per_case(capsys: pytest.CaptureFixture[str]) -> Non
     assert main(["--script-lines", "60", "--log-lines", "80", "--repeat", "1", "--no-trace"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert "x parse" in lines[1] and len(lines) == 4
+
+
+def test_startup_times_each_cold_start(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--startup", "--repeat", "1", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(out["startup"]) == {"python_ms", "version_ms", "triage_ms", "triage_store_ms"}
+    assert all(value > 0 for value in out["startup"].values())

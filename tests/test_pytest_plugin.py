@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
+import app.ci
+import app.emit  # noqa: F401
 from tests.ci_tools import SUITE
+
+# The plugin imports tcfl's analysis lazily, inside the session. pytester's in-process runs drop
+# the modules a run imported when it ends, and some C extensions cannot be loaded twice in one
+# process, so they are imported here once, before any run.
 
 pytest_plugins = ["pytester"]
 
@@ -133,3 +139,14 @@ def test_the_shipped_suite_helper_is_found(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(
         ["test_links.py::TestLinks::test_jumbo_mtu: KeyError: 'mtu'", "    1. helpers/inventory.py:*"]
     )
+
+
+def test_loading_the_plugin_imports_nothing_else_of_tcfl() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, app.pytest_plugin; print(sorted(m for m in sys.modules if m.startswith('app')))"
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.strip() == "['app', 'app.pytest_plugin']"

@@ -22,7 +22,8 @@ from app.ingest import IngestError, Results, merge, read_folder, read_results
 from app.ingest.archive import extract, is_archive
 from app.ingest.resolve import Checkout
 from app.localize.llm import ModelClient
-from app.localize.result import RANKERS, TriageOptions
+from app.options import TriageOptions, resolve_options
+from app.rankers import AUTO, ranker_names
 from app.settings import get_settings
 
 
@@ -45,7 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-k", type=int, metavar="N", help="elements to rank per failed test (default: 5)")
     p.add_argument("--trace", metavar="VARIANT", help="trace variant (default: tplus)")
     p.add_argument(
-        "--ranker", choices=RANKERS, default="auto", help="auto = the model when one is configured"
+        "--ranker", choices=(AUTO, *ranker_names()), help="auto (default) = the model when one is configured"
     )
     p.add_argument("--model-url", metavar="URL", help="OpenAI-compatible base URL ending in /v1")
     p.add_argument("--log-function", action="append", default=[], metavar="PATTERN", help="extra log callee")
@@ -60,25 +61,24 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(
             f"invalid TCFL_* setting: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}"
         ) from exc
-    options = TriageOptions(
-        level=args.level or settings.default_level,
-        k=settings.default_k if args.k is None else args.k,
-        trace=args.trace or settings.default_trace,
-        ranker=args.ranker,
-        log_functions=(*settings.extra_log_functions(), *args.log_function),
-        output_format=settings.output_format,
-        log_format=args.log_format or settings.log_format,
-    )
     try:
-        options = options.validated()
+        options = resolve_options(
+            settings,
+            level=args.level,
+            k=args.k,
+            trace=args.trace,
+            ranker=args.ranker,
+            log_functions=args.log_function,
+            log_format=args.log_format,
+        )
         client = (
             None
-            if args.ranker == "heuristic"
+            if options.ranker == "heuristic"
             else ModelClient.from_settings(settings, model_url=args.model_url)
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
-    if args.ranker == "llm" and client is None:
+    if options.ranker == "llm" and client is None:
         raise UsageError("--ranker llm needs a model server: pass --model-url or set TCFL_MODEL_URL")
     with tempfile.TemporaryDirectory(prefix="tcfl-ci-") as work:
         root = _root(args.root, Path(work) / "root")

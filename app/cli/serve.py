@@ -115,6 +115,8 @@ def run(args: argparse.Namespace) -> int:
 def _server_class() -> type:
     import uvicorn
 
+    from app.service.api import begin_shutdown
+
     class Server(uvicorn.Server):
         """uvicorn's server, cancelling model calls as soon as a stop is asked for.
 
@@ -130,9 +132,9 @@ def _server_class() -> type:
             super().handle_exit(sig, frame)
             loop = getattr(self, "_loop", None)
             runtime = getattr(self.config.app.state, "runtime", None)
-            client = getattr(runtime, "client", None)
-            if loop is not None and client is not None:
-                loop.call_soon_threadsafe(client.cancel_calls)
+            if loop is not None and runtime is not None and not getattr(self, "_stopping", False):
+                self._stopping = True
+                loop.call_soon_threadsafe(lambda: loop.create_task(begin_shutdown(runtime)))
 
     return Server
 

@@ -2,8 +2,9 @@
 
 One analysis per case; per level, the full ranker, the stack-trace baseline and one ranking per
 disabled channel, scored with the paper's Hit@k and MAP@k (equations (1)-(2)). Rows are the
-heuristic's channels and the analysis switches (``app.localize.evidence.ABLATED``), so switches
-added later show up here too.
+heuristic's channels (``app.localize.evidence.ABLATED``) and the enhanced trace's refinements
+(``app.analysis.context.REFINEMENTS``, analysis re-run without each), so switches added to either
+show up here too.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from statistics import fmean
 
+from app.analysis.context import REFINEMENTS, EstimateOptions
+from app.analysis.model import Analysis
 from app.analysis.pipeline import analyze
 from app.analysis.render import render
 from app.eval.cases import Case
@@ -62,7 +65,7 @@ def channel_ablation(
     progress: Callable[[int, int, str], None] = lambda *_: None,
 ) -> dict[str, dict[str, Scores]]:
     """Row (all channels, the baseline, ``-<channel>``) -> level -> scores over cases with a fault there."""
-    rows = [FULL, BASELINE, *(f"-{name}" for name in ABLATED)]
+    rows = [FULL, BASELINE, *(f"-{name}" for name in (*ABLATED, *REFINEMENTS))]
     collected: dict[str, dict[str, list[tuple[list[str], frozenset[str]]]]] = {
         row: {level: [] for level in levels} for row in rows
     }
@@ -74,6 +77,7 @@ def channel_ablation(
             continue
         truth = faulty_elements(analysis, case.faulty)
         context = Context.build(analysis, variant)  # the static facts, shared by every ranking
+        without = {name: _without(case, variant, name) for name in REFINEMENTS}  # the trace's refinements off
         for level in levels:
             if not truth[level]:
                 continue
@@ -89,12 +93,32 @@ def channel_ablation(
                 ranked[f"-{name}"] = rank_heuristic(
                     analysis, rendered, DEPTH, disabled={name}, context=context
                 )
+            for name, refined in without.items():
+                if refined is None:
+                    continue
+                again = render(refined, variant, level)
+                ranked[f"-{name}"] = rank_heuristic(refined, again, DEPTH) if again.elements else []
             for row, items in ranked.items():
                 collected[row][level].append(([s.element.id for s in items], truth[level]))
     return {
         row: {level: _score(items) for level, items in by_level.items()}
         for row, by_level in collected.items()
     }
+
+
+def _without(case: Case, variant: str, refinement: str) -> Analysis | None:
+    """The case's analysis with one refinement of the enhanced trace switched off."""
+    try:
+        return analyze(
+            case.scripts,
+            case.log,
+            log_functions=case.log_functions,
+            variants=(variant,),
+            explain=False,
+            options=EstimateOptions().without([refinement]),
+        )
+    except Exception:  # reported by the main evaluation
+        return None
 
 
 def ablation_report(table: dict[str, dict[str, Scores]]) -> dict[str, dict[str, dict[str, float | int]]]:

@@ -47,12 +47,10 @@ HEURISTIC_CHANNELS: tuple[Channel, ...] = (
     Channel.LEXICAL,
     Channel.STRUCTURE,
 )
-# Analysis rules that can be switched off under the same option (``disabled_channels``) add their
-# names here; the channel ablation of ``tcfl eval --ablate`` reports every switch.
-ANALYSIS_SWITCHES: frozenset[str] = frozenset()
-# Names ``disabled_channels`` accepts: every channel (the history channels too) but the model's.
-SWITCHES: frozenset[str] = frozenset(str(c) for c in Channel if c is not Channel.MODEL) | ANALYSIS_SWITCHES
-ABLATED: tuple[str, ...] = (*(str(c) for c in HEURISTIC_CHANNELS), *sorted(ANALYSIS_SWITCHES))
+# Ranking channels ``disabled_channels`` accepts: every channel (the history ones too) but the
+# model's. The enhanced trace's refinements (app.analysis.context.REFINEMENTS) share the option.
+SWITCHES: frozenset[str] = frozenset(str(c) for c in Channel if c is not Channel.MODEL)
+ABLATED: tuple[str, ...] = tuple(str(c) for c in HEURISTIC_CHANNELS)
 
 
 @dataclass(frozen=True, slots=True)

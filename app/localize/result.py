@@ -30,9 +30,10 @@ class RankedItem:
     reason: str
     evidence: tuple[Evidence, ...] = ()  # why, strongest first
     filled: bool = False  # a heuristic item filling in another ranker's short answer
+    rationale: str | None = None  # the model's own words on why, when it gave any
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "rank": self.rank,
             "id": self.id,
             "path": self.path,
@@ -43,6 +44,9 @@ class RankedItem:
             "reason": self.reason,
             "evidence": [e.to_dict() for e in self.evidence],
         }
+        if self.rationale is not None:
+            out["rationale"] = self.rationale
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RankedItem:
@@ -56,6 +60,7 @@ class RankedItem:
             score=data.get("score"),
             reason=str(data.get("reason") or ""),
             evidence=tuple(Evidence.from_dict(e) for e in data.get("evidence") or ()),
+            rationale=data.get("rationale"),
         )
 
 

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from app.analysis.model import Analysis
 from app.analysis.render import Element, RenderedCode
-from app.history.rank import HistoryRun
 from app.localize.evidence import Evidence
 from app.localize.repair import PostprocessCounts
 from app.options import TriageOptions
+
+if TYPE_CHECKING:  # the history core (numpy) loads only where a history ranker runs
+    from app.history.rank import HistoryRun
 
 
 @dataclass(frozen=True)

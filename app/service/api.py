@@ -149,6 +149,22 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         runtime.store.close()
 
 
+async def begin_shutdown(runtime: Runtime) -> None:
+    """A stop was asked for: hand batch items back first, then cut the model calls still waiting.
+
+    In that order so that batch items go back to the queue (another run does them properly)
+    instead of ending with a heuristic fallback; synchronous triages end with a labelled fallback.
+    """
+    if runtime.worker is not None and runtime.worker_task is not None:
+        runtime.worker.stop()
+        try:
+            await asyncio.wait_for(asyncio.shield(runtime.worker_task), WORKER_STOP_TIMEOUT_S)
+        except (TimeoutError, asyncio.CancelledError):
+            log.warning("batch worker did not stop in time; its leases will be reclaimed")
+    if runtime.client is not None:
+        runtime.client.cancel_calls()
+
+
 async def _probe_model(runtime: Runtime) -> None:
     """Ask the model server's /models now and then, so /healthz can answer without waiting on it."""
     while runtime.client is not None:

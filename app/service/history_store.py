@@ -8,6 +8,7 @@ scripts and a log keeps its estimated trace (tplus states), so spectra need no r
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from datetime import datetime, timedelta
@@ -420,6 +421,40 @@ class HistoryStore:
             view["log"] = _unpack(row.log_z) if row.log_z else None
             view["trace"] = row.trace
             return view
+
+
+def records_from_ci(report: Any, source: str, *, now: datetime | None = None) -> list[RunRecord]:
+    """Every test run of an ingested CI results file (passes too) as history records.
+
+    Results files carry no job link, so a run's identity is the file's name and the run's own
+    content: ingesting the same file twice records its runs once.
+    """
+    from app.history.records import parse_test_id
+
+    results = getattr(report, "results", None)
+    if results is None:
+        return []
+    sources = {t.run.test_id: t.sources for t in report.triaged}
+    started = now or utcnow()
+    out = []
+    for run in results.runs:
+        verdict = run.verdict if run.verdict in ("pass", "fail", "error", "skip") else "error"
+        key, params = parse_test_id(run.test_id, run.suite)
+        basis = "\x1f".join((report.format, source, run.test_id, run.params or "", verdict, run.log))
+        out.append(
+            RunRecord(
+                key=key,
+                test_id=run.test_id,
+                params=run.params or params,
+                verdict=verdict,
+                started_at=started,
+                job_url=f"ingest:{hashlib.sha256(basis.encode('utf-8')).hexdigest()[:32]}",
+                pipeline=source or None,
+                scripts=tuple(sources.get(run.test_id, ())),
+                log=run.log or None,
+            )
+        )
+    return out
 
 
 def _created(row: RunRow, *, duplicate: bool) -> dict[str, Any]:

@@ -11,6 +11,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import replace
 
+from app.analysis import snapshot
 from app.analysis.limits import CostLimits, check_text, check_tree
 from app.analysis.model import Script
 from app.analysis.source import normalize_newlines, parse_tree
@@ -34,16 +35,41 @@ def static(
     rank with the model. With ``limits``, the case's cost is checked first (``InputTooCostly``,
     a ValueError naming the limit).
     """
+    return _static(scripts, log, options, limits, model_configured, explain=False)[0]
+
+
+def static_with_snapshot(
+    scripts: Sequence[Script],
+    log: str,
+    options: TriageOptions,
+    limits: CostLimits | None = None,
+    model_configured: bool = False,
+) -> tuple[TriageResult | RankRequest, snapshot.Snapshot]:
+    """``static`` plus the snapshot of its analysis (each line's reason kept) that the service
+    stores with the result, so that the dashboard never analyses a stored failure again."""
+    done, request = _static(scripts, log, options, limits, model_configured, explain=True)
+    return done, snapshot.build(request.analysis, request.rendered, log)
+
+
+def _static(
+    scripts: Sequence[Script],
+    log: str,
+    options: TriageOptions,
+    limits: CostLimits | None,
+    model_configured: bool,
+    *,
+    explain: bool,
+) -> tuple[TriageResult | RankRequest, RankRequest]:
     started = time.perf_counter()
     try:
         if limits is not None:
             check_cost(scripts, log, limits)
-        request = prepare(scripts, log, options)
+        request = prepare(scripts, log, options, explain=explain)
         if choose(request.options.ranker, model_configured=model_configured) != "llm" or not model_configured:
-            return asyncio.run(rank(request, client=None, started=started))
+            return asyncio.run(rank(request, client=None, started=started)), request
         picks = HeuristicRanker.picks(request, 2 * request.options.k)  # enough to fill in after k
         analysis = replace(request.analysis, trees=())  # parse trees do not cross processes
-        return replace(request, analysis=analysis, heuristic=(request.rendered, picks))
+        return replace(request, analysis=analysis, heuristic=(request.rendered, picks)), request
     finally:
         gc.collect()
 

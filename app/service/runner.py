@@ -2,7 +2,8 @@
 
 In the service the static phase (and the heuristic) runs in the analysis pool, bounded in CPU
 time and memory and off the event loop; only a model call, when one is made, runs here, async.
-Without a pool (``tcfl batch``) everything runs in-process.
+Without a pool (``tcfl batch``) everything runs in-process, the static phase in a thread so it
+overlaps the model calls of the other items in flight.
 """
 
 from __future__ import annotations
@@ -12,12 +13,14 @@ import time
 from typing import Any
 
 from app.analysis.limits import CostLimits
+from app.analysis.snapshot import build as build_snapshot
 from app.localize.llm import ModelClient
 from app.localize.result import TriageResult
 from app.rankers.base import RankRequest
 from app.service.cases import triage_options
 from app.service.metrics import Metrics
 from app.service.pool import LARGE_LOG_BYTES, LARGE_SCRIPT_LINES, AnalysisPool
+from app.service.snapshots import SNAPSHOT_KEY
 from app.service.store import Submission
 from app.triage import prepare, rank
 
@@ -43,12 +46,19 @@ class Runner:
             # the static phase runs off the event loop, so it overlaps the model calls of other items
             request, started = await asyncio.to_thread(_prepare, case)
             result = await rank(request, client=self.client, started=started)
+            snapshot = await asyncio.to_thread(build_snapshot, request.analysis, request.rendered, case.log)
         else:
             started = time.perf_counter()
             lines = sum(s.content.count("\n") for s in case.scripts)
             large = lines > LARGE_SCRIPT_LINES or len(case.log) > LARGE_LOG_BYTES
-            done = await self.pool.run(
-                "static", case.scripts, case.log, options, self.limits, self.client is not None, large=large
+            done, snapshot = await self.pool.run(
+                "static_with_snapshot",
+                case.scripts,
+                case.log,
+                options,
+                self.limits,
+                self.client is not None,
+                large=large,
             )
             if isinstance(done, TriageResult):
                 result = done
@@ -58,9 +68,11 @@ class Runner:
         data.pop("id", None)
         data.pop("status", None)
         self.metrics.observe_result(data, model_configured=self.client is not None)
+        data[SNAPSHOT_KEY] = snapshot  # the store keeps it in its own tables, not in the result's JSON
         return data
 
 
 def _prepare(case: Submission) -> tuple[RankRequest, float]:
     started = time.perf_counter()
-    return prepare(case.scripts, case.log, triage_options(case.options)), started
+    # each line's reason is kept for the snapshot the dashboard shows
+    return prepare(case.scripts, case.log, triage_options(case.options), explain=True), started

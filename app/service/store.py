@@ -355,10 +355,12 @@ class Store:
             return self._add_request(session, case, status).id
 
     def save_result(self, request_id: int, data: dict[str, Any]) -> dict[str, Any]:
-        """Store a synchronous triage's result and mark its request done, together."""
+        """Store a synchronous triage's result and analysis snapshot, and mark its request done, together."""
+        data, snapshot = _split_snapshot(data)
         with self._tx() as session:
             request = session.get_one(TriageRequestRow, request_id)
             session.add(ResultRow(request_id=request_id, data=data))
+            _write_snapshot(session, request_id, snapshot, data)
             request.status = "done"
             request.updated_at = utcnow()
             session.flush()
@@ -594,7 +596,8 @@ class Store:
             return int(result.rowcount or 0)
 
     def complete_item(self, claim: Claim, data: dict[str, Any], *, worker_id: str) -> bool:
-        """Result row and item status in one transaction. False when the item was already finished."""
+        """Result, snapshot and item status in one transaction. False when the item was already finished."""
+        data, snapshot = _split_snapshot(data)
         try:
             with self._tx() as session:
                 item = session.get_one(BatchItemRow, claim.item_id, with_for_update=True)
@@ -602,6 +605,7 @@ class Store:
                     return False
                 now = utcnow()
                 session.add(ResultRow(request_id=item.request_id, batch_item_id=item.id, data=data))
+                _write_snapshot(session, item.request_id, snapshot, data)
                 item.status = "done"
                 item.error = None
                 item.locked_by = None
@@ -739,6 +743,22 @@ class Store:
         for batch_id, status, n in rows:
             counts.setdefault(batch_id, {})[status] = n
         return counts
+
+
+def _split_snapshot(data: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+    """A runner hands the analysis snapshot beside the result's data; it is stored in its own tables."""
+    from app.service.snapshots import SNAPSHOT_KEY
+
+    if SNAPSHOT_KEY not in data:
+        return data, None
+    rest = dict(data)
+    return rest, rest.pop(SNAPSHOT_KEY)
+
+
+def _write_snapshot(session: Session, request_id: int, snapshot: Any, data: dict[str, Any]) -> None:
+    from app.service import snapshots
+
+    snapshots.write(session, request_id, snapshot, data)
 
 
 # --------------------------------------------------------------------------------------------

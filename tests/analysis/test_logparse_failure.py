@@ -289,3 +289,44 @@ def test_realign_finds_a_unique_line_within_the_window(skew: int, target: int) -
     line = 20 + target
     printed = lines[line - 1].replace("(", " ( ")
     assert realign(lines, line + skew, printed) == line
+
+
+# -- the short path for ordinary lines decides as the full checks do -------------------------
+
+PIECES = [
+    "2017-09-16 16:38:59,012 stacktrace       L0040 INFO | {w}",
+    "2017-09-16 16:38:59,012 stacktrace       L0040 INFO |   {w}",
+    "[INFO] {w}",
+    "[ERROR] Traceback (most recent call last):",
+    '  File "/x/test_a.py", line 3, in f',
+    "    {w}",
+    "ValueError: {w}",
+    "(1/2) suite.py:T.test: ERROR: {w} (1.0 s)",
+    "RESULTS    : PASS 0 | ERROR 1",
+    "E {w}",
+    "{w}",
+    "\xa0{w}",
+    "{w}:",
+    "{w} [50%]",
+    "",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    lines=st.lists(
+        st.tuples(st.sampled_from(PIECES), st.text(alphabet="abc XYZ_=()-:.py[]E\xa0", max_size=20)),
+        max_size=25,
+    )
+)
+def test_short_path_gives_what_the_full_checks_give(lines: list[tuple[str, str]]) -> None:
+    import app.analysis.logparse.messages as messages
+
+    log = "\n".join(piece.format(w=w) for piece, w in lines)
+    fast = parse_log(log)
+    messages._FAST_PATH = False
+    try:
+        slow = parse_log(log)
+    finally:
+        messages._FAST_PATH = True
+    assert fast == slow

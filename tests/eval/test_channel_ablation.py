@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from app.analysis.context import REFINEMENTS
 from app.cli import main
 from app.eval.cases import load_cases
 from app.eval.channels import BASELINE, FULL, channel_ablation
@@ -29,7 +30,7 @@ def cases(tmp_path: Path) -> Path:
 def test_every_switchable_channel_has_a_row_with_rates(cases: Path) -> None:
     loaded, _ = load_cases(cases)
     table = channel_ablation(loaded, levels=("block",))
-    assert set(table) == {FULL, BASELINE, *(f"-{name}" for name in ABLATED)}
+    assert set(table) == {FULL, BASELINE, *(f"-{name}" for name in (*ABLATED, *REFINEMENTS))}
     for row in table.values():
         scores = row["block"]
         assert scores.cases == len(loaded)

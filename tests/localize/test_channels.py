@@ -485,3 +485,21 @@ def test_a_failing_check_helper_is_a_check_on_its_arguments() -> None:
     checked = {s.element.id for s in ranked if Channel.CHECK in _channels(s)}
     assert {"2", "3"} <= checked
     assert ranked[0].element.id == "4"
+
+
+def test_pytest_source_lines_locate_the_failure_without_a_frame() -> None:
+    code = (
+        "def test_a(dut):\n    ports = dut.ports()\n    assert ports\n"
+        "    up = [p for p in ports if p.up]\n    assert len(up) == len(ports)\n"
+    )
+    log = (
+        "    def test_a(dut):\n"
+        "        ports = dut.ports()\n"
+        "        assert ports\n"
+        "        up = [p for p in ports if p.up]\n"
+        ">       assert len(up) == len(ports)\n"
+        "E       assert 3 == 4\n"
+    )
+    ranked = _lines(_analyze(code, log, path="suite/test_ports.py"))
+    assert ranked[0].element.id == "5"  # the assert with the reported comparison, not the other one
+    assert _channels(ranked[0]) & {Channel.PSEUDO_ERROR, Channel.TRACEBACK}

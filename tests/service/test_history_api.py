@@ -6,7 +6,10 @@ import uuid
 
 import httpx
 
+from tests.ci_tools import SUITE, PytestRun, py_results
 from tests.service.helpers import jsonl
+
+__all__ = ["py_results"]  # the session fixture, used by name
 
 SCRIPT = "def test_answer():\n    value = 41\n    assert value == 42\n"
 LOG = """Traceback (most recent call last):
@@ -60,3 +63,27 @@ def test_bad_run_records_get_a_message(api: httpx.Client) -> None:
     )
     assert api.post("/v1/runs", json=[]).status_code == 422
     assert api.get("/v1/tests/never::seen/history").status_code == 404
+
+
+def _total_runs(api: httpx.Client) -> int:
+    return sum(t["runs"] for t in api.get("/v1/tests", params={"limit": 1000}).json()["items"])
+
+
+def test_ingested_results_record_every_test_run(api: httpx.Client, py_results: PytestRun) -> None:
+    body = {
+        "results": {"name": "junit.xml", "content": py_results.junit.read_text()},
+        "scripts": [
+            {"path": str(p.relative_to(SUITE)), "content": p.read_text()} for p in sorted(SUITE.rglob("*.py"))
+        ],
+        "ranker": "heuristic",
+    }
+    before = _total_runs(api)
+    first = api.post("/v1/ingest", json=body)
+    assert first.status_code == 200, first.text
+    summary = first.json()["summary"]
+    assert summary["passed"] >= 1 and summary["failed"] >= 1
+    assert _total_runs(api) - before == summary["tests"]  # passes and skips too, not only failures
+    assert api.post("/v1/ingest", json=body).status_code == 200
+    assert _total_runs(api) - before == summary["tests"]  # the same file again records nothing new
+    signatures = api.get("/v1/signatures").json()["items"]
+    assert sum(s["failures"] for s in signatures) >= summary["failed"]

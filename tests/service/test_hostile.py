@@ -55,12 +55,13 @@ def metric(text: str, name: str) -> float:
 
 @pytest.fixture(scope="module")
 def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """One server, one analysis worker, a 0.5 s CPU deadline; limits otherwise at their defaults.
+    """One server, one analysis worker, a 1 s CPU deadline; limits otherwise at their defaults.
 
-    The 4,900-branch chain of the deadline test costs about 1 s of CPU: a 2x margin.
+    The deadline test's case (a 4,900-branch chain and a 40,000-line log) costs about 2 s of CPU:
+    a 2x margin; the example costs a few hundredths of a second.
     """
     workdir = tmp_path_factory.mktemp("hostile")
-    env = {"TCFL_ANALYSIS_WORKERS": "1", "TCFL_ANALYSIS_CPU_S": "0.5"}
+    env = {"TCFL_ANALYSIS_WORKERS": "1", "TCFL_ANALYSIS_CPU_S": "1"}
     server = Server(f"sqlite:///{workdir / 'h.db'}", workdir, env=env).start()
     try:
         yield server
@@ -99,9 +100,11 @@ def test_nesting_under_the_limits_is_triaged(srv: Server) -> None:
 def test_over_the_cpu_deadline_is_422_and_the_server_carries_on(srv: Server) -> None:
     with srv.client() as api:
         before = metric(api.get("/metrics").text, "tcfl_analysis_workers_recycled")
-        slow = api.post("/v1/triage", json=body_for(elif_chain(4_900)))
+        costly = body_for(elif_chain(4_900))  # about 2 CPU seconds with this log, within every limit
+        costly["log"] = "".join(f"print {i} value\n" for i in range(40_000)) + costly["log"]
+        slow = api.post("/v1/triage", json=costly)
         assert slow.status_code == 422, slow.text
-        assert "CPU-time deadline of 0.5 s" in slow.json()["detail"]
+        assert "CPU-time deadline of 1 s" in slow.json()["detail"]
         assert api.post("/v1/triage", json=example_body()).status_code == 200
         after = metric(api.get("/metrics").text, "tcfl_analysis_workers_recycled")
         assert after == before + 1

@@ -56,7 +56,8 @@ _RUNNER_COUNTER = re.compile(
 _RUNNER_FIRST = frozenset("(RJTPFESWIC")
 _RUNNER_MAX = 4000
 # a prefixed message starting with one of these may be more than a message: the full checks run
-_SLOW_FIRST = frozenset("(RJTPFESWIC_=->" + " \t\f\v")
+_SLOW_FIRST = frozenset("(RJTPFESWIC_=->")  # and any whitespace
+_FAST_PATH = True  # the short paths for ordinary lines; the tests compare them with the full checks
 _FUNC_NAME = re.compile(r"[\w<>.\[\]-]{1,200}")
 
 
@@ -118,16 +119,20 @@ class _Parser(_TracebackReader):
         lines, prefixes = self.lines, self.prefixes
         messages, offset = self.messages, self.offset + 1
         new_message = LogMessage
-        slow_first, quiet = _SLOW_FIRST, self.quiet
+        slow_first, quiet, prefixed = _SLOW_FIRST, self.quiet, self.prefixed
+        fast = _FAST_PATH
         while i < n:
             prefix = prefixes[i]
-            if prefix is not None and not quiet:
+            if not fast:
+                pass
+            elif prefix is not None and not quiet:
                 # Most lines: a prefixed message whose text cannot start anything (no traceback,
                 # report, runner or frame shape, no continuation indent): open it and go on.
                 body = prefix[3]
                 if (
                     body
                     and body[0] not in slow_first
+                    and not body[0].isspace()
                     and body[-1] not in ":]"
                     and not prefix[5]
                     and ".py" not in body
@@ -144,6 +149,22 @@ class _Parser(_TracebackReader):
                     self.open = (i, i, [body], prefix[1])
                     self.open_layered = prefix[4]
                     self.open_sig = prefix[2]
+                    i += 1
+                    continue
+            elif prefix is None and not prefixed and not quiet and not self.in_report:
+                # A log without prefixes: an ordinary line is one message, as the checks below
+                # would decide (no traceback, report, runner or frame shape, no indent)
+                body = lines[i]
+                if (
+                    body
+                    and body[0] not in slow_first
+                    and not body[0].isspace()
+                    and body[-1] not in ":]"
+                    and ".py" not in body
+                ):
+                    if self.open is not None:
+                        self.flush()
+                    messages.append(new_message(len(messages), i + offset, i + offset, body, None))
                     i += 1
                     continue
             body = lines[i] if prefix is None else prefix.body

@@ -10,13 +10,14 @@ never by position in the file.
 
 from __future__ import annotations
 
-from app.analysis.model import Loc
+from app.analysis.model import Loc, StmtKind
 from app.localize.channels import Context, Scores, Signal, put
 from app.localize.channels.dataflow import is_check
 
 MAX_SCAN = 5000  # log messages scanned for pytest source lines, newest first
 LIBRARY_CALL = 0.6
 SHAPE_CALL = 0.7
+COMPARISONS = ("not in", "is not", "==", "!=", "<=", ">=", "<", ">", "in", "is")
 # (a phrase of unittest's failure message, the assert methods that print it)
 ASSERT_SHAPES: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
@@ -111,6 +112,7 @@ def pseudo_scores(ctx: Context, message: Scores) -> Scores:
                 Signal(signal.value, "the script's check whose text the error quotes", signal.source),
             )
     head = ctx.message[:2000]
+    _rewritten_assert(ctx, head, scores)
     methods = {m for phrase, names in ASSERT_SHAPES if phrase in head for m in names}
     if methods:
         sites = [sid for name in sorted(methods) for sid in ctx.facts.call_sites.get(name, ())]
@@ -124,6 +126,28 @@ def pseudo_scores(ctx: Context, message: Scores) -> Scores:
                 ),
             )
     return scores
+
+
+def _rewritten_assert(ctx: Context, head: str, scores: Scores) -> None:
+    """pytest's rewritten assertion (``assert 3 == 4``): the script's asserts with that comparison."""
+    first = head.strip().splitlines()[0] if head.strip() else ""
+    first = first.removeprefix("AssertionError:").strip()
+    if not first.startswith("assert "):
+        return
+    operator = next((op for op in COMPARISONS if f" {op} " in first), None)
+    sites = [
+        stmt.sid
+        for stmt in ctx.statements
+        if stmt.kind == StmtKind.ASSERT
+        and ctx.is_kept(stmt.sid)
+        and (operator is None or f" {operator} " in ctx.first_line(stmt.sid))
+    ]
+    for sid in sites:
+        put(
+            scores,
+            sid,
+            Signal(1.0 / len(sites) ** 0.5, "an assert of the shape pytest reports", first[:200]),
+        )
 
 
 def structure_scores(ctx: Context) -> Scores:

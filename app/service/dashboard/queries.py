@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, Select, func, or_, select
 from sqlalchemy.orm import Session
 
-from app.service.store import RequestScriptRow, ResultRow
+from app.service.snapshots import SnapshotRow
+from app.service.store import Page, RequestScriptRow, ResultRow, TriageRequestRow, _iso
+from app.service.store import _triage_summary as triage_summary
 
 ERROR_PREVIEW_CHARS = 240
 
@@ -55,3 +58,122 @@ def extras(engine: Engine, ids: Sequence[int]) -> dict[int, Extra]:
             top=ranking[0] if ranking else None,
         )
     return out
+
+
+@dataclass(frozen=True)
+class Filters:
+    """The list page's search and filters; empty values filter nothing."""
+
+    q: str = ""  # a substring of the test id, a script path or the error text (any case)
+    status: str = ""
+    ranker: str = ""  # the ranker that answered: llm | heuristic
+    since: date | None = None  # created on or after this day (UTC)
+    until: date | None = None  # created on or before this day (UTC)
+    signature: str = ""
+
+    @property
+    def active(self) -> bool:
+        return bool(self.q or self.status or self.ranker or self.since or self.until or self.signature)
+
+
+@dataclass(frozen=True)
+class Group:
+    signature: str
+    count: int
+    tests: int  # distinct test ids
+    latest_id: int
+    first_seen: str | None
+    last_seen: str | None
+    extra: Extra
+
+
+def _like(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def _filtered(query: Select[Any], filters: Filters) -> Select[Any]:
+    if filters.q:
+        pattern = _like(filters.q)
+        in_paths = (
+            select(RequestScriptRow.request_id)
+            .where(RequestScriptRow.path.ilike(pattern, escape="\\"))
+            .scalar_subquery()
+        )
+        query = query.where(
+            or_(
+                TriageRequestRow.test_id.ilike(pattern, escape="\\"),
+                SnapshotRow.error_text.ilike(pattern, escape="\\"),
+                TriageRequestRow.error.ilike(pattern, escape="\\"),
+                TriageRequestRow.id.in_(in_paths),
+            )
+        )
+    if filters.status:
+        query = query.where(TriageRequestRow.status == filters.status)
+    if filters.ranker:
+        query = query.where(SnapshotRow.ranker == filters.ranker)
+    if filters.since:
+        query = query.where(TriageRequestRow.created_at >= datetime.combine(filters.since, time(), UTC))
+    if filters.until:
+        end = datetime.combine(filters.until + timedelta(days=1), time(), UTC)
+        query = query.where(TriageRequestRow.created_at < end)
+    if filters.signature:
+        query = query.where(SnapshotRow.signature == filters.signature)
+    return query
+
+
+def search(engine: Engine, filters: Filters, *, limit: int, cursor: int | None) -> Page:
+    """Triages matching the filters, newest first, a page at a time (``cursor`` = last id shown)."""
+    query = (
+        select(TriageRequestRow)
+        .outerjoin(SnapshotRow, SnapshotRow.request_id == TriageRequestRow.id)
+        .order_by(TriageRequestRow.id.desc())
+    )
+    if cursor is not None:
+        query = query.where(TriageRequestRow.id < cursor)
+    with Session(engine) as session, session.begin():
+        rows = session.scalars(_filtered(query, filters).limit(limit + 1)).all()
+        items = [triage_summary(r) for r in rows[:limit]]
+        signatures = dict(
+            session.execute(
+                select(SnapshotRow.request_id, SnapshotRow.signature).where(
+                    SnapshotRow.request_id.in_([i["id"] for i in items])
+                )
+            ).all()
+        )
+    for item in items:
+        item["signature"] = signatures.get(item["id"])
+    return Page(items=items, next_cursor=items[-1]["id"] if len(rows) > limit else None)
+
+
+def groups(engine: Engine, filters: Filters, *, limit: int, offset: int) -> tuple[list[Group], bool]:
+    """Failures with the same signature together, biggest group first; and whether more follow."""
+    query = (
+        select(
+            SnapshotRow.signature,
+            func.count(),
+            func.count(func.distinct(TriageRequestRow.test_id)),
+            func.max(TriageRequestRow.id),
+            func.min(TriageRequestRow.created_at),
+            func.max(TriageRequestRow.created_at),
+        )
+        .join(SnapshotRow, SnapshotRow.request_id == TriageRequestRow.id)
+        .group_by(SnapshotRow.signature)
+        .order_by(func.count().desc(), func.max(TriageRequestRow.id).desc())
+    )
+    with Session(engine) as session, session.begin():
+        rows = session.execute(_filtered(query, filters).offset(offset).limit(limit + 1)).all()
+    more = extras(engine, [int(r[3]) for r in rows[:limit]])
+    out = [
+        Group(
+            signature=str(sig),
+            count=int(count),
+            tests=int(tests),
+            latest_id=int(latest),
+            first_seen=_iso(first),
+            last_seen=_iso(last),
+            extra=more[int(latest)],
+        )
+        for sig, count, tests, latest, first, last in rows[:limit]
+    ]
+    return out, len(rows) > limit

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import date
 from typing import Annotated, Any
-from urllib.parse import quote
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Form, HTTPException, Request, Response
 from fastapi.responses import RedirectResponse
@@ -12,11 +13,11 @@ from pydantic import ValidationError
 from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from app.analysis.model import TRACE_ALIASES, VARIANTS, Analysis, Loc, resolve_variant
-from app.analysis.pipeline import analyze
+from app.analysis.model import TRACE_ALIASES, VARIANTS, Loc
 from app.analysis.render import LEVELS
+from app.analysis.snapshot import SnapshotError
 from app.localize.result import RANKERS
-from app.service.cases import triage_options
+from app.service import snapshots
 from app.service.dashboard.accuracy import ACCURACY_KS
 from app.service.dashboard.auth import (
     COOKIE,
@@ -27,6 +28,7 @@ from app.service.dashboard.auth import (
     safe_next,
     set_key_cookie,
 )
+from app.service.dashboard.backfill import snapshot_for
 from app.service.dashboard.feedback import FeedbackStore
 from app.service.dashboard.forms import (
     SCRIPT_SLOTS,
@@ -37,8 +39,17 @@ from app.service.dashboard.forms import (
     validation_errors,
 )
 from app.service.dashboard.pages import render
-from app.service.dashboard.queries import extras
-from app.service.dashboard.view import failure_view
+from app.service.dashboard.queries import Filters, extras, groups, search
+from app.service.dashboard.view import (
+    LOAD_STEP,
+    LOG_LEAD,
+    FailureView,
+    LogGap,
+    LogRow,
+    failure_view,
+    log_rows,
+    log_windows,
+)
 from app.service.deps import Runtime, RuntimeDep
 from app.service.routes import batches as batch_routes
 from app.service.routes import triage as triage_routes
@@ -49,6 +60,7 @@ from app.service.store import STATUSES
 router = APIRouter(route_class=KeyedRoute, include_in_schema=False)
 
 PAGE_SIZE = 25
+USED_RANKERS = ("llm", "heuristic")
 RECENT_BATCHES = 5
 FORM_OVERHEAD_BYTES = 64_000
 
@@ -74,42 +86,91 @@ def _poll_url(runtime: Runtime, batch_id: int) -> str:
 async def list_page(
     request: Request,
     runtime: RuntimeDep,
+    q: str = "",
     test_id: str = "",
     status: str = "",
+    ranker: str = "",
+    since: str = "",
+    until: str = "",
+    sig: str = "",
+    group: str = "",
     cursor: str = "",
+    page: str = "",
 ) -> Response:
-    """Triaged failures, newest first, and the most recent batches."""
+    """Triaged failures, newest first, or grouped by signature; search, filters, pages; recent batches."""
     notices: list[str] = []
-    test_id = test_id.strip()
-    if len(test_id) > 200 or "\x00" in test_id:
-        notices.append("the test id filter must be at most 200 characters; it was ignored")
-        test_id = ""
+    query = (q or test_id).strip()
+    if len(query) > 200 or "\x00" in query:
+        notices.append("the search text must be at most 200 characters; it was ignored")
+        query = ""
     if status and status not in STATUSES:
         notices.append(f"unknown status {status!r}; showing every status")
         status = ""
+    if ranker and ranker not in USED_RANKERS:
+        notices.append(f"unknown ranker {ranker!r}; showing every ranker")
+        ranker = ""
+    days: dict[str, date | None] = {}
+    for name, raw in (("since", since), ("until", until)):
+        try:
+            days[name] = date.fromisoformat(raw) if raw else None
+        except ValueError:
+            notices.append(f"{name} must be a date like 2026-11-23; it was ignored")
+            days[name] = None
+    if sig and not (len(sig) == 40 and all(c in "0123456789abcdef" for c in sig)):
+        notices.append("that signature is not valid; showing every failure")
+        sig = ""
+    filters = Filters(
+        q=query, status=status, ranker=ranker, since=days["since"], until=days["until"], signature=sig
+    )
     after = _int_id(cursor) if cursor else None
     if cursor and after is None:
         notices.append("that page link is not valid; showing the newest failures")
-    store = runtime.store
-    page = await asyncio.to_thread(
-        store.list_triage, limit=PAGE_SIZE, cursor=after, test_id=test_id or None, status=status or None
-    )
-    more = await asyncio.to_thread(extras, store.engine, [item["id"] for item in page.items])
-    recent = await asyncio.to_thread(store.list_batches, limit=RECENT_BATCHES)
-    accuracy = await asyncio.to_thread(FeedbackStore(store.engine).accuracy)
+    page_no = int(page) if page.isascii() and page.isdigit() and 1 <= len(page) <= 6 else 1
+    grouped = group == "1" and not sig
+    engine = runtime.store.engine
+    rows: list[Any] = []
+    group_rows: list[Any] = []
+    next_cursor = None
+    more_groups = False
+    if grouped:
+        group_rows, more_groups = await asyncio.to_thread(
+            groups, engine, filters, limit=PAGE_SIZE, offset=(page_no - 1) * PAGE_SIZE
+        )
+    else:
+        found = await asyncio.to_thread(search, engine, filters, limit=PAGE_SIZE, cursor=after)
+        more = await asyncio.to_thread(extras, engine, [item["id"] for item in found.items])
+        rows = [(item, more[item["id"]]) for item in found.items]
+        next_cursor = found.next_cursor
+    recent = await asyncio.to_thread(runtime.store.list_batches, limit=RECENT_BATCHES)
+    accuracy = await asyncio.to_thread(FeedbackStore(engine).accuracy)
     for batch in recent:
         batch["poll_url"] = _poll_url(runtime, batch["id"])
+    base = {
+        "q": query,
+        "status": status,
+        "ranker": ranker,
+        "since": days["since"].isoformat() if days["since"] else "",
+        "until": days["until"].isoformat() if days["until"] else "",
+        "sig": sig,
+    }
     return render(
         request,
         "list.html",
         {
             "title": "Triaged failures",
-            "rows": [(item, more[item["id"]]) for item in page.items],
-            "next_cursor": page.next_cursor,
+            "rows": rows,
+            "groups": group_rows,
+            "grouped": grouped,
+            "next_cursor": next_cursor,
             "paged": after is not None,
-            "test_id": test_id,
-            "status": status,
+            "page_no": page_no,
+            "more_groups": more_groups,
+            "filters": filters,
+            "base": base,
+            "base_query": urlencode({k: v for k, v in base.items() if v}),
+            "nosig_query": urlencode({k: v for k, v in base.items() if v and k != "sig"}),
             "statuses": STATUSES,
+            "rankers": USED_RANKERS,
             "batches": recent,
             "accuracy": accuracy,
             "ks": ACCURACY_KS,
@@ -129,38 +190,26 @@ async def batch_progress(batch_id: str, runtime: RuntimeDep) -> Any:
 
 @router.get("/triage/{triage_id}", name="dashboard_triage")
 async def triage_page(
-    request: Request, runtime: RuntimeDep, triage_id: str, variant: str = "", saved: str = ""
+    request: Request, runtime: RuntimeDep, triage_id: str, log: str = "", saved: str = ""
 ) -> Response:
-    """One failure: the code as the trace variant pruned it, the ranking, the log evidence, feedback."""
+    """One failure from its stored analysis: the code beside the log, the ranking, its evidence, feedback."""
     parsed = _int_id(triage_id)
     found = None if parsed is None else await asyncio.to_thread(runtime.store.get_triage, parsed)
     if parsed is None or found is None:
         return _not_found(request, f"There is no triage with id {triage_id}.")
-    case = await asyncio.to_thread(runtime.store.load_case, parsed)
-    feedback = FeedbackStore(runtime.store.engine)
-    marked = await asyncio.to_thread(feedback.lines, parsed)
     notices: list[str] = []
-    ranked_variant = str(case.options.get("trace") or "tplus")
-    chosen = ranked_variant
-    if variant:
+    focus = _int_id(log) if log else None
+    if log and focus is None:
+        notices.append(f"log line {log[:20]!r} is not a line number; showing the failure")
+    engine = runtime.store.engine
+    feedback = FeedbackStore(engine)
+    marked = await asyncio.to_thread(feedback.lines, parsed)
+    view = None
+    if found.get("status") == "done":
         try:
-            chosen = resolve_variant(variant)
-        except ValueError as exc:
-            notices.append(f"{exc}; showing {ranked_variant}")
-    analysis: Analysis | None = None
-    try:
-        stored = triage_options(case.options)
-        analysis = await asyncio.to_thread(
-            analyze,
-            case.scripts,
-            case.log,
-            log_functions=stored.log_functions,
-            prefix_format=stored.log_format,
-        )
-    except ValueError as exc:
-        notices.append(f"the stored case cannot be analysed again: {exc}")
-    ranking = found.get("ranking") or []
-    view = None if analysis is None else failure_view(analysis, chosen, ranking, marked)
+            view = await asyncio.to_thread(_stored_view, runtime, parsed, found, focus, marked)
+        except (SnapshotError, ValueError) as exc:
+            notices.append(f"the stored analysis cannot be shown: {exc}")
     accuracy = await asyncio.to_thread(feedback.accuracy)
     return render(
         request,
@@ -168,17 +217,71 @@ async def triage_page(
         {
             "title": f"Triage {parsed}",
             "triage": found,
-            "case": case,
+            "options": found.get("options") or {},
             "view": view,
-            "ranking": ranking,
-            "ranked_variant": ranked_variant,
             "marked": marked,
             "saved": saved,
+            "focus": focus,
             "accuracy": accuracy,
             "ks": ACCURACY_KS,
+            "load_step": LOAD_STEP,
             "notices": notices,
         },
     )
+
+
+def _stored_view(
+    runtime: Runtime, triage_id: int, found: dict[str, Any], focus: int | None, marked: list[Loc]
+) -> FailureView:
+    """The page's content from the stored snapshot; one stored before snapshots (or by another
+    snapshot version) is computed once, from the triage's own stored options, and stored."""
+    ranking = found.get("ranking") or []
+    engine = runtime.store.engine
+    try:
+        loaded = snapshots.load(engine, triage_id, lambda summary: log_windows(summary, focus))
+    except SnapshotError:
+        loaded = None  # written by another version of tcfl: computed again below, once
+    if loaded is None:
+        snap = snapshot_for(runtime.store.load_case(triage_id))
+        snapshots.save(engine, triage_id, snap, found)
+        loaded = snapshots.load(engine, triage_id, lambda summary: log_windows(summary, focus))
+        if loaded is None:
+            raise SnapshotError("the analysis was computed but could not be stored")
+    summary, lines = loaded
+    return failure_view(summary, ranking, lines, marked)
+
+
+@router.get("/triage/{triage_id}/log", name="dashboard_log")
+async def log_fragment(
+    request: Request, runtime: RuntimeDep, triage_id: str, first: int = 1, last: int = 0, at: int = 0
+) -> Response:
+    """Log pane rows: up to LOAD_STEP stored lines of the gap ``first``..``last``, from near ``at``."""
+    parsed = _int_id(triage_id)
+    if parsed is None:
+        return _not_found(request, f"There is no triage with id {triage_id}.")
+    first = min(max(first, 1), MAX_ID)
+    last = min(max(last, first), MAX_ID)
+    at = min(max(at, first), last)
+    start = max(first, at - LOG_LEAD)
+    end = min(last, start + LOAD_STEP - 1)
+    try:
+        loaded = await asyncio.to_thread(
+            snapshots.load, runtime.store.engine, parsed, lambda summary: [(start, end)]
+        )
+    except SnapshotError as exc:
+        return render(request, "message.html", {"title": "Log unavailable", "message": str(exc)}, 409)
+    if loaded is None:
+        return _not_found(request, f"Triage {triage_id} has no stored log yet; open its page first.")
+    summary, lines = loaded
+    last = min(last, int(summary["log"]["lines"]))
+    items: list[LogRow | LogGap] = []
+    if start > first:
+        items.append(LogGap(first, start - 1))
+    items.extend(log_rows(summary, lines))
+    shown_end = lines[-1].number if lines else start - 1
+    if shown_end < last:
+        items.append(LogGap(shown_end + 1, last))
+    return render(request, "_log_rows.html", {"rows": items, "triage_id": parsed, "load_step": LOAD_STEP})
 
 
 @router.post("/triage/{triage_id}/feedback", name="dashboard_feedback")
@@ -203,9 +306,7 @@ async def feedback_post(request: Request, runtime: RuntimeDep, triage_id: str) -
         message = f"These marks do not name a line of this case's scripts: {', '.join(bad[:5])}"
         return render(request, "message.html", {"title": "Invalid feedback", "message": message}, 422)
     await asyncio.to_thread(FeedbackStore(runtime.store.engine).set_lines, parsed, locs)
-    variant = str(form.get("variant") or "")
-    query = "saved=1" + (f"&variant={quote(variant, safe='')}" if variant in VARIANTS else "")
-    return RedirectResponse(f"/triage/{parsed}?{query}#feedback", status_code=303)
+    return RedirectResponse(f"/triage/{parsed}?saved=1#feedback", status_code=303)
 
 
 def _line_count(content: str) -> int:

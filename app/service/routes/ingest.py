@@ -13,6 +13,7 @@ import asyncio
 import base64
 import binascii
 import json
+import logging
 import tempfile
 from pathlib import Path
 from typing import Annotated, Any
@@ -22,15 +23,13 @@ from fastapi import Path as PathParam
 from fastapi.responses import JSONResponse, Response
 from starlette.datastructures import UploadFile
 
-from app.analysis.model import resolve_variant
 from app.ci import CiReport, triage_results
 from app.emit import FORMATS, emit
 from app.ingest import FORMATS as RESULT_FORMATS
 from app.ingest import IngestError, Results, merge, parse_bytes, read_folder
 from app.ingest.archive import extract, is_archive, safe_name
 from app.ingest.resolve import Checkout
-from app.localize.result import TriageOptions
-from app.service.cases import triage_options
+from app.options import TriageOptions, resolve_options
 from app.service.ci_runs import CiRunStore
 from app.service.dashboard.auth import KeyedRoute
 from app.service.dashboard.pages import render
@@ -38,6 +37,8 @@ from app.service.deps import Runtime, RuntimeDep
 from app.service.routes.triage import ERRORS, MAX_ID
 from app.service.store import Submission
 from app.settings import Settings
+
+log = logging.getLogger(__name__)
 
 router = APIRouter(tags=["ci"])
 pages = APIRouter(route_class=KeyedRoute, include_in_schema=False)  # the dashboard's view of a run
@@ -300,19 +301,16 @@ def _checkout_limit(settings: Settings) -> int:
 
 
 def _options(fields: dict[str, Any], settings: Settings) -> TriageOptions:
-    extra = [p for p in settings.extra_log_functions() if p not in (fields.get("log_functions") or [])]
     try:
-        options = triage_options(
-            {
-                "level": fields.get("level") or settings.default_level,
-                "k": fields.get("k") if fields.get("k") is not None else settings.default_k,
-                "trace": resolve_variant(str(fields.get("trace") or settings.default_trace)),
-                "ranker": fields.get("ranker") or "auto",
-                "log_functions": [*(fields.get("log_functions") or []), *extra],
-                "output_format": settings.output_format,
-                "log_format": fields.get("log_format") or settings.log_format,
-            }
-        ).validated()
+        options = resolve_options(
+            settings,
+            level=fields.get("level"),
+            k=fields.get("k"),
+            trace=fields.get("trace"),
+            ranker=fields.get("ranker"),
+            log_functions=fields.get("log_functions") or (),
+            log_format=fields.get("log_format"),
+        )
     except (ValueError, TypeError) as exc:
         raise _Bad(422, str(exc)) from None
     if options.ranker == "llm" and not settings.model_url:
@@ -348,15 +346,7 @@ def _store(runtime: Runtime, report: CiReport, options: TriageOptions, source: s
     """Each triage as an ordinary stored triage labelled with its test id, then the run that lists them."""
     from dataclasses import replace
 
-    opts = {
-        "level": options.level,
-        "k": options.k,
-        "trace": options.trace,
-        "ranker": options.ranker,
-        "log_functions": list(options.log_functions),
-        "output_format": options.output_format,
-        "log_format": options.log_format,
-    }
+    opts = options.to_dict()  # stored whole, like every other triage's options
     stored = []
     for item in report.triaged:
         if item.result is None:
@@ -373,4 +363,15 @@ def _store(runtime: Runtime, report: CiReport, options: TriageOptions, source: s
     run_id = CiRunStore(runtime.store.engine).create(
         report.format, source, {k: body[k] for k in ("summary", "groups", "warnings")}, body["tests"]
     )
+    _record_history(runtime, report, source)
     return report, run_id
+
+
+def _record_history(runtime: Runtime, report: CiReport, source: str) -> None:
+    """Every test's run, passes too, goes to the CI history; a failure here never fails the ingest."""
+    from app.service.history_store import HistoryStore, records_from_ci
+
+    try:
+        HistoryStore(runtime.store).add_runs(records_from_ci(report, source))
+    except Exception:
+        log.exception("ingested runs not recorded in the CI history")

@@ -88,18 +88,97 @@ function setupTabs() {
   });
 }
 
+function flash(el) {
+  document.querySelectorAll(".flash").forEach(function (f) { f.classList.remove("flash"); });
+  el.classList.add("flash");
+}
+
 function showLine(hash) {
   var m = /^#L(\d+)-(\d+)$/.exec(hash || "");
-  if (!m) return;
+  if (!m) return false;
   var box = document.querySelector("[data-tabs]");
   if (box && box.selectFile) box.selectFile(Number(m[1]));
   var line = document.getElementById(hash.slice(1));
-  if (!line) return;
+  if (!line) return false;
   var pruned = line.closest("details.pruned");
   if (pruned) pruned.open = true;
   line.scrollIntoView({ block: "center" });
+  flash(line);
   var box2 = line.querySelector(".mark");
   if (box2) box2.focus({ preventScroll: true });
+  return true;
+}
+
+// The log pane holds windows of a log that may have millions of lines; gaps load on demand.
+function logView() { return document.querySelector(".logview[data-triage]"); }
+
+function fillGap(gap, at) {
+  var view = logView();
+  var url = "/triage/" + view.dataset.triage + "/log?first=" + gap.dataset.first + "&last=" +
+    gap.dataset.last + "&at=" + at;
+  gap.setAttribute("aria-busy", "true");
+  return fetch(url, { credentials: "same-origin", headers: { Accept: "text/html" } })
+    .then(function (r) {
+      if (!r.ok) throw new Error("HTTP " + r.status);
+      return r.text();
+    })
+    .then(function (html) {
+      var tpl = document.createElement("template");
+      tpl.innerHTML = html;
+      gap.replaceWith(tpl.content);
+    })
+    .catch(function (err) {
+      gap.removeAttribute("aria-busy");
+      gap.appendChild(document.createTextNode(" (could not load: " + err.message + ")"));
+    });
+}
+
+function showLog(n) {
+  var view = logView();
+  if (!view) return;
+  var row = document.getElementById("log-" + n);
+  if (row) {
+    row.scrollIntoView({ block: "center" });
+    flash(row);
+    return;
+  }
+  var gaps = view.querySelectorAll(".gap");
+  for (var i = 0; i < gaps.length; i++) {
+    var g = gaps[i];
+    if (Number(g.dataset.first) <= n && n <= Number(g.dataset.last)) {
+      fillGap(g, n).then(function () {
+        var loaded = document.getElementById("log-" + n);
+        if (loaded) { loaded.scrollIntoView({ block: "center" }); flash(loaded); }
+      });
+      return;
+    }
+  }
+}
+
+function setupLog() {
+  var view = logView();
+  if (!view) return;
+  // open on the failure: scroll the pane (not the page) to the error message
+  var errors = view.querySelectorAll(".logrow.err");
+  if (errors.length && !location.hash) {
+    var last = errors[errors.length - 1];
+    view.scrollTop = last.offsetTop - view.clientHeight / 2;
+  }
+  view.addEventListener("click", function (e) {
+    var gapLink = e.target.closest("a[data-gap]");
+    if (gapLink) {
+      e.preventDefault();
+      var gap = gapLink.closest(".gap");
+      fillGap(gap, Number(gap.dataset.first));
+      return;
+    }
+    if (e.target.closest("a")) return;
+    var row = e.target.closest(".logrow[data-target]");
+    if (row && !window.getSelection().toString()) {
+      history.replaceState(null, "", row.dataset.target);
+      showLine(row.dataset.target);
+    }
+  });
 }
 
 function setupCode() {
@@ -136,9 +215,19 @@ function setupCode() {
   }, true);
   document.addEventListener("click", function (e) {
     var a = e.target.closest && e.target.closest("a[href^='#L']");
-    if (a) { e.preventDefault(); history.replaceState(null, "", a.getAttribute("href")); showLine(a.getAttribute("href")); }
+    if (a) { e.preventDefault(); history.replaceState(null, "", a.getAttribute("href")); showLine(a.getAttribute("href")); return; }
+    var toLog = e.target.closest && e.target.closest("a[data-log]");
+    if (toLog && logView()) {
+      e.preventDefault();
+      var open = toLog.closest("details.log[open]");
+      if (open) open.open = false;
+      showLog(Number(toLog.dataset.log));
+    }
   });
-  showLine(location.hash);
+  if (!showLine(location.hash)) {
+    var m = /^#log-(\d+)$/.exec(location.hash);
+    if (m) showLog(Number(m[1]));
+  }
 }
 
 function setupSubmit() {
@@ -173,5 +262,6 @@ document.addEventListener("DOMContentLoaded", function () {
   pollBatches();
   setupTabs();
   setupCode();
+  setupLog();
   setupSubmit();
 });

@@ -1,0 +1,178 @@
+"""Snapshot storage on both database backends, and migration 0003 on a database with earlier results."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.analysis.model import Script
+from app.localize.result import TriageOptions
+from app.service import snapshots
+from app.service.signature import normalise_error, signature
+from app.service.snapshots import SNAPSHOT_KEY, LogChunkRow, SnapshotRow
+from app.service.store import MIGRATIONS_DIR, Store, Submission, TriageRequestRow
+from app.triage import triage_with_snapshot
+from tests.service.dashboard.conftest import run_async
+from tests.service.helpers import EXAMPLE
+
+PATH = "test_example.py"
+SCRIPTS = (Script(PATH, (EXAMPLE / "test_example.py").read_text()),)
+EXAMPLE_LOG = (EXAMPLE / "failure.log").read_text()
+OPTIONS = TriageOptions(level="block", k=3, ranker="heuristic", log_functions=("Log.log",))
+
+
+def padded_log(extra: int) -> str:
+    """The running example's log with ``extra`` unrelated lines between its messages and its traceback."""
+    lines = EXAMPLE_LOG.splitlines()
+    return "\n".join([*lines[:5], *(f"[DEBUG] poll {i} ok" for i in range(extra)), *lines[5:]]) + "\n"
+
+
+def triage_data(log: str) -> dict[str, Any]:
+    result, snap = run_async(lambda: triage_with_snapshot(SCRIPTS, log, OPTIONS, client=None))
+    data = result.to_dict()
+    data.pop("id")
+    data.pop("status")
+    data[SNAPSHOT_KEY] = snap
+    return data
+
+
+def case(log: str) -> Submission:
+    return Submission(
+        scripts=SCRIPTS, log=log, options={"trace": "tplus", "log_functions": ["Log.log"]}, test_id="t"
+    )
+
+
+def test_result_and_snapshot_are_stored_together_and_read_by_window(database_url: str) -> None:
+    store = Store.open(database_url)
+    try:
+        log = padded_log(2_500)
+        data = triage_data(log)
+        request_id = store.create_request(case(log))
+        answer = store.save_result(request_id, data)
+        assert SNAPSHOT_KEY not in answer and SNAPSHOT_KEY not in (store.get_triage(request_id) or {})
+        summary, lines = snapshots.load(
+            store.engine, request_id, lambda s: [(998, 1003), (2_505, 2_600)]
+        ) or ({}, [])
+        assert summary == data[SNAPSHOT_KEY].summary
+        all_lines = log.splitlines()
+        assert [(line.number, line.text) for line in lines] == [
+            *((n, all_lines[n - 1]) for n in range(998, 1004)),
+            *((n, all_lines[n - 1]) for n in range(2_505, len(all_lines) + 1)),
+        ]
+        matched = {
+            line.number: line.statements
+            for line in snapshots.load(store.engine, request_id, lambda s: [(1, 5)])[1]
+        }
+        assert all(matched[n] for n in range(1, 6))  # the five messages matched their statements
+        with Session(store.engine) as session:
+            row = session.get_one(SnapshotRow, request_id)
+            assert row.signature == signature(data["error_message"], data["ranking"][0])
+            assert row.ranker == "heuristic" and "ZeroDivisionError" in (row.error_text or "")
+            assert row.log_lines == len(all_lines)
+            chunks = session.scalars(select(LogChunkRow).where(LogChunkRow.request_id == request_id)).all()
+            assert len(chunks) == -(-len(all_lines) // 1000)
+        assert snapshots.load(store.engine, request_id + 1, lambda s: [(1, 1)]) is None
+    finally:
+        store.close()
+
+
+def test_a_batch_item_stores_its_snapshot_too(database_url: str) -> None:
+    store = Store.open(database_url)
+    try:
+        batch_id = store.create_batch([case(EXAMPLE_LOG)], source="json")
+        claim = store.claim("w1", lease_s=60, batch_id=batch_id)
+        assert claim is not None
+        assert store.complete_item(claim, triage_data(EXAMPLE_LOG), worker_id="w1")
+        loaded = snapshots.load(store.engine, claim.request_id, lambda s: [(1, 3)])
+        assert loaded is not None and [line.number for line in loaded[1]] == [1, 2, 3]
+    finally:
+        store.close()
+
+
+def _alembic() -> Config:
+    cfg = Config(str(MIGRATIONS_DIR / "alembic.ini"))
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    return cfg
+
+
+def test_migration_indexes_results_stored_before_snapshots(tmp_path: Path) -> None:
+    store = Store.open(f"sqlite:///{tmp_path / 'tcfl.db'}", run_migrations=False)
+    try:
+        cfg = _alembic()
+        with store.engine.begin() as conn:
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, "0002_feedback")
+        data = triage_data(EXAMPLE_LOG)
+        data.pop(SNAPSHOT_KEY)
+        with Session(store.engine) as session, session.begin():  # what 0002's store wrote: no snapshot
+            from app.service.store import ResultRow
+
+            request = store._add_request(session, case(EXAMPLE_LOG), "done")
+            session.add(ResultRow(request_id=request.id, data=data))
+            request_id = request.id
+        with store.engine.begin() as conn:
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, "head")
+        with Session(store.engine) as session:
+            row = session.get_one(SnapshotRow, request_id)
+            assert row.summary_z is None and row.signature == signature(
+                data["error_message"], data["ranking"][0]
+            )
+            assert session.get_one(TriageRequestRow, request_id).status == "done"
+        assert snapshots.load(store.engine, request_id, lambda s: [(1, 1)]) is None  # computed on first view
+        with store.engine.begin() as conn:
+            cfg.attributes["connection"] = conn
+            command.downgrade(cfg, "0002_feedback")
+        with store.engine.connect() as conn:
+            assert "analysis_snapshots" not in set(conn.dialect.get_table_names(conn))
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize(
+    ("one", "other"),
+    [
+        (
+            "TimeoutError: host 10.0.0.12:8080 did not answer in 30 s",
+            "TimeoutError: host 10.0.0.7:80 did not answer in 5 s",
+        ),
+        ("KeyError: 'user-1842'", "KeyError: 'user-77'"),
+        (
+            "OSError: /tmp/run-a/data.bin missing at 0x7f3a2b",
+            "OSError: /var/tmp/x/data.bin missing at 0xdeadbeef",
+        ),
+        (
+            "failed at 2026-11-23T10:00:01Z id 123e4567-e89b-12d3-a456-426614174000",
+            "failed at 2025-01-02 03:04:05.123 id 00000000-0000-0000-0000-000000000000",
+        ),
+    ],
+)
+def test_signatures_ignore_run_specific_values(one: str, other: str) -> None:
+    top = {"path": "t.py", "code": "x = f(1)\n  y = 2", "start_line": 3, "end_line": 4}
+    moved = {**top, "code": "x = f(1)\ny = 2", "start_line": 30, "end_line": 31}
+    assert normalise_error(one) == normalise_error(other)
+    assert signature(one, top) == signature(other, moved)
+    assert signature(one, top) != signature(one, {**top, "path": "u.py"})
+    assert signature(one, top) != signature("ValueError: " + one, top)
+    assert signature(one, None) != signature(one, top)
+
+
+def test_the_snapshot_tables_are_created_as_modelled(tmp_path: Path) -> None:
+    from alembic.autogenerate import compare_metadata
+    from alembic.migration import MigrationContext
+
+    from app.service.store import Base
+
+    store = Store.open(f"sqlite:///{tmp_path / 'tcfl.db'}")
+    try:
+        with store.engine.connect() as conn:
+            diffs = compare_metadata(MigrationContext.configure(conn), Base.metadata)
+        assert [d for d in diffs if "analysis_snapshots" in repr(d) or "log_chunks" in repr(d)] == []
+    finally:
+        store.close()
