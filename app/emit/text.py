@@ -29,7 +29,8 @@ def render(report: CiReport) -> str:
                 out.append(f"NOT TRIAGED: {item.problem}")
                 out.extend(f"warning: {w}" for w in item.warnings)
             else:
-                out.append(format_result(item.result, list(item.warnings)).rstrip())
+                out.append(format_result(item.result).rstrip())
+                out.extend(f"warning: {w}" for w in dict.fromkeys([*item.warnings, *item.result.warnings]))
     if report.untriaged:
         out.append("")
         out.append("Not triaged:")
