@@ -7,6 +7,7 @@ import asyncio
 import json
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -289,10 +290,11 @@ async def _triage(
             await client.aclose()
 
 
-def format_result(result: TriageResult) -> str:
-    """The terminal report: the ranking with code previews, then where it came from and what it cost.
+def format_result(result: TriageResult, extra_warnings: Sequence[str] | None = None) -> str:
+    """The report: the ranking with code previews, then where it came from and what it cost.
 
-    Warnings are not part of it: the caller prints them on stderr, once each.
+    ``tcfl triage`` passes no warnings (it prints them on stderr, once each); a report that stands
+    alone (``tcfl ci``'s text) passes them and gets them at the end, the result's own included.
     """
     out: list[str] = []
     out.append(f"Error: {printable(result.error_message) or '(no error message found in the log)'}")
@@ -337,4 +339,7 @@ def format_result(result: TriageResult) -> str:
             f"Post-processing: {counts.invalid} invalid, {counts.duplicates} duplicate, "
             f"{counts.mismatches} mismatched ({counts.repaired} repaired)"
         )
+    if extra_warnings is not None:
+        for warning in dict.fromkeys([*extra_warnings, *result.warnings]):
+            out.append(f"warning: {printable(warning)}")
     return "\n".join(out) + "\n"

@@ -43,7 +43,7 @@ def test_ranked_items_carry_evidence_in_json_and_text() -> None:
     record = Evidence.from_dict(first["evidence"][0])
     assert record.channel in set(Channel)
     assert record.weight == pytest.approx(first["evidence"][0]["weight"])
-    text = format_result(result)  # type: ignore[arg-type]
+    text = format_result(result, [])  # type: ignore[arg-type]
     assert f"[{record.channel}] t.py:{record.line}" in text
 
 
