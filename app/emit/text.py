@@ -29,8 +29,7 @@ def render(report: CiReport) -> str:
                 out.append(f"NOT TRIAGED: {item.problem}")
                 out.extend(f"warning: {w}" for w in item.warnings)
             else:
-                out.append(format_result(item.result).rstrip())
-                out.extend(f"warning: {w}" for w in dict.fromkeys([*item.warnings, *item.result.warnings]))
+                out.append(format_result(item.result, list(item.warnings)).rstrip())
     if report.untriaged:
         out.append("")
         out.append("Not triaged:")
