@@ -129,18 +129,12 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     try:
         yield
     finally:
-        if runtime.client is not None:
-            runtime.client.cancel_calls()
+        # batch items go back to the queue before model calls are cut (see begin_shutdown)
+        await begin_shutdown(runtime)
         if runtime.probe_task is not None:
             runtime.probe_task.cancel()
         if runtime.leases_task is not None:
             runtime.leases_task.cancel()
-        if runtime.worker is not None and runtime.worker_task is not None:
-            runtime.worker.stop()
-            try:
-                await asyncio.wait_for(runtime.worker_task, WORKER_STOP_TIMEOUT_S)
-            except TimeoutError:
-                log.warning("batch worker did not stop in time; its leases will be reclaimed on restart")
         if runtime.pool is not None:
             await runtime.pool.close()
             runtime.pool = None
