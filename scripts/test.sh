@@ -42,12 +42,13 @@ pytest_group() {
     return "$rc"
 }
 
-# the dev install, redone only when pyproject.toml changed since the last one
+# the dev install, redone only when pyproject.toml or the checkout's location changed since the last
+# one (an editable install made for another checkout would test that checkout's code)
 install() {
     [ -x .venv/bin/python ] || "$PY" -m venv .venv || return 1
     local stamp=.venv/.tcfl-dev-install
     local want
-    want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+    want="$(sha256sum pyproject.toml | cut -d' ' -f1) $(pwd -P)"
     if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -x .venv/bin/tcfl ]; then
         return 0
     fi
