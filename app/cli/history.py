@@ -14,7 +14,7 @@ _MARK = {"pass": ".", "fail": "F", "error": "E", "skip": "s"}
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("history", help="show a test's CI history: verdicts, versions, flakiness")
     p.add_argument("key", metavar="KEY", help="test key, e.g. tests/test_a.py::TestX::test_y")
-    p.add_argument("--db", metavar="URL", help="database URL (default TCFL_DATABASE_URL, else ./tcfl.db)")
+    p.add_argument("--db", metavar="URL", help="database URL (default TCFL_DATABASE_URL, else per-user)")
     p.add_argument("--limit", type=int, default=200, help="newest runs to show (default 200)")
     p.add_argument("--json", action="store_true", help="the same JSON as GET /v1/tests/{key}/history")
     p.set_defaults(func=run)

@@ -15,7 +15,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "runs", type=Path, metavar="RUNS.jsonl", help="run records: test_id, verdict, ... per line"
     )
-    p.add_argument("--db", metavar="URL", help="database URL (default TCFL_DATABASE_URL, else ./tcfl.db)")
+    p.add_argument("--db", metavar="URL", help="database URL (default TCFL_DATABASE_URL, else per-user)")
     p.add_argument("--json", action="store_true", help="print each stored run's id, version and err_sig")
     p.set_defaults(func=run)
 

@@ -424,6 +424,7 @@ def test_eval_draws_a_progress_bar_on_a_terminal_and_plain_lines_elsewhere(tmp_p
     assert piped.stderr.splitlines()[-1].startswith("[2/2] ") and "\x1b[" not in piped.stderr
 
 
+@pytest.mark.slow
 def test_serve_logs_text_on_a_terminal(tmp_path: Path) -> None:
     import os
     import pty

@@ -7,6 +7,7 @@ Sizes stay small enough for a test run; ``scripts/hostilebench.py`` runs the lar
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -15,6 +16,8 @@ from app.analysis.model import Script
 from app.localize.result import TriageResult
 from app.options import TriageOptions
 from app.service import pool_jobs
+
+pytestmark = pytest.mark.slow  # hypothesis over hostile inputs through the analysis: tens of seconds each
 
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 LIMITS = CostLimits(max_nesting_depth=40, max_syntax_depth=150, max_branches_per_function=400)

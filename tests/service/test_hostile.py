@@ -20,6 +20,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.service.helpers import Server, example_body, standin, wait_for
 
+pytestmark = pytest.mark.slow  # real servers, failing model servers and deadlines: tens of seconds each
+
 
 def nested_ifs(depth: int) -> str:
     lines = ["def test_x():"] + ["    " * (i + 1) + f"if x{i}:" for i in range(depth)]
