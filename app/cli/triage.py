@@ -112,9 +112,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def _several_failures(log: str) -> list[str]:
+    """A job log with several failed tests: one triage would merge them, so say so and how to split."""
+    from app.ingest.joblog import failed_tests
+
+    failed = failed_tests(log)
+    if len(failed) < 2:
+        return []
+    shown = ", ".join(failed[:5]) + (f" and {len(failed) - 5} more" if len(failed) > 5 else "")
+    return [
+        f"the log holds {len(failed)} failed tests ({shown}); this triage ranks them as one failure: "
+        "run `tcfl ci LOG --root CHECKOUT` for one triage per failed test"
+    ]
+
+
 def run(args: argparse.Namespace) -> int:
     scripts, warnings = read_scripts(args.scripts)
     log, log_warnings = read_log(args.log)
+    log_warnings = [*log_warnings, *_several_failures(log)]
     try:
         settings = get_settings()
     except ValidationError as exc:

@@ -62,6 +62,22 @@ def split(text: str) -> tuple[str, list[TestRun]]:
     return "", []
 
 
+# Text every runner's markers above contain: a log with none of them holds no test sections.
+_MARKER_TEXT = ("START", ": STARTED", " ... ", "FAIL: ", "ERROR: ", "____ ")
+
+
+def failed_tests(text: str) -> list[str]:
+    """Ids of the failed tests a log holds, in log order (a single-test log gives at most one).
+
+    For ``tcfl triage``, which ranks one failure: a log with several failed tests must not be
+    merged silently. The substring test keeps an ordinary log from paying for the split.
+    """
+    if not any(marker in text for marker in _MARKER_TEXT):
+        return []
+    _, runs = split(text)
+    return [run.test_id for run in runs if run.failed]
+
+
 def _strip(line: str) -> str:
     return line.rstrip("\r\n").rstrip()
 

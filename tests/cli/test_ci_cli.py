@@ -237,3 +237,14 @@ def test_every_format_of_the_same_failures_gives_the_same_tops(
     assertion = next(n for n, line in enumerate(source, 1) if "self.assertEqual(speed" in line)
     assert answers[0]["test_link_speed"] == ("test_links.py", assertion)  # the failing assertion itself
     assert answers[0]["test_jumbo_mtu"][0] == "helpers/inventory.py"  # the KeyError is in the helper
+
+
+def test_triage_of_a_log_with_several_failures_says_so(
+    py_results: PytestRun, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = str(py_results.root / "test_links.py")
+    main(["triage", script, "--log", str(py_results.console), "--no-store"])
+    err = capsys.readouterr().err
+    assert f"the log holds {len(FAILED_TESTS)} failed tests" in err
+    assert all(name in err for name in FAILED_TESTS)
+    assert "tcfl ci" in err

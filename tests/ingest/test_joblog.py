@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.ingest import read_results
-from app.ingest.joblog import split
+from app.ingest.joblog import failed_tests, split
 from tests.ci_tools import FAILED_TESTS, PytestRun
 
 
@@ -124,3 +124,24 @@ def test_job_log_read_through_read_results(py_results: PytestRun) -> None:
     results = read_results(py_results.console)
     assert results.format == "joblog:pytest"
     assert _names(results.runs) == set(FAILED_TESTS)
+
+
+def test_failed_tests_names_each_failure_of_a_real_pytest_console(py_results: PytestRun) -> None:
+    failed = failed_tests(py_results.console.read_text())
+    assert sorted(failed) == sorted(f"test_links.py::TestLinks::{n}" for n in FAILED_TESTS)
+
+
+def test_failed_tests_of_a_single_traceback_log_is_empty() -> None:
+    log = (
+        "2024-01-01 10:00:00,000 INFO starting\n"
+        "Traceback (most recent call last):\n"
+        '  File "t.py", line 3, in test_x\n'
+        "ZeroDivisionError: division by zero\n"
+    )
+    assert failed_tests(log) == []
+
+
+@given(st.text(max_size=400))
+@settings(max_examples=200, deadline=None)
+def test_failed_tests_never_raises(text: str) -> None:
+    assert isinstance(failed_tests(text), list)
