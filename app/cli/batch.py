@@ -263,8 +263,12 @@ async def _work(store: Any, settings: Settings, batch_id: int, worker_id: str, c
 
 
 async def _progress(store: Any, batch_id: int, stream: TextIO) -> None:
-    """A rich progress bar on a terminal; nothing when stderr is a file or a pipe."""
-    view = await asyncio.to_thread(store.get_batch, batch_id, with_items=False)
+    """A rich progress bar on a terminal; nothing when stderr is a file or a pipe.
+
+    The first read is synchronous: the bar is drawn before this task first yields, so a batch that
+    finishes (and cancels this task) quickly still shows its bar and final count.
+    """
+    view = store.get_batch(batch_id, with_items=False)
     bar = ProgressBar(f"batch {batch_id}", view["total"], stream=stream)
     if not bar.active:
         return
