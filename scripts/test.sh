@@ -66,7 +66,8 @@ run "ruff check" .venv/bin/ruff check .
 run "ruff format" .venv/bin/ruff format --check .
 
 if [ "$QUICK" = 1 ]; then
-    run "unit and API tests (quick: not slow)" pytest_group -m "not vllm and not browser and not slow" "$@"
+    # one pytest worker per core (pytest-xdist): every test here owns its ports, schemas and files
+    run "unit and API tests (quick: not slow)" pytest_group -n auto -m "not vllm and not browser and not slow" "$@"
 else
     # docker-compose (the standalone v1 CLI from Debian) validates docker-compose.yml in the packaging tests
     command -v docker-compose >/dev/null 2>&1 || { [ "$(id -u)" = 0 ] && DEBIAN_FRONTEND=noninteractive \
