@@ -18,7 +18,7 @@ from app.analysis.cfg import build_blocks, flow_graph
 from app.analysis.coverage import log_coverage
 from app.analysis.estimate import EstimateOptions, estimate
 from app.analysis.lifecycle import lifecycle
-from app.analysis.logparse import match_script_path, parse_log
+from app.analysis.logparse import folder_conflict, match_script_path, parse_log
 from app.analysis.logparse.frames import realign
 from app.analysis.logstatements import DEFAULT_LOG_FUNCTIONS, find_log_statements
 from app.analysis.matching import match_messages
@@ -179,6 +179,12 @@ def _script_frames(
         path = match_script_path(frame.path, paths)
         if path is None:
             continue
+        conflict = folder_conflict(frame.path, path)
+        if conflict is not None:
+            warnings.append(
+                f"traceback frame {frame.path} was matched to {path} by file name only ({conflict}):"
+                " if the traceback comes from another file of that name, submit that file"
+            )
         lines = files[path].lines
         line = realign(lines, frame.line, frame.code)
         if line is None:

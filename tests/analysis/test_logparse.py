@@ -896,3 +896,13 @@ def test_traceback_frames_round_trip(frames: list[tuple[str, int]], wrap_at: int
     ]
     assert parsed.error_message == "RuntimeError: failed"
     assert parsed.messages == ()
+
+
+def test_folder_conflict_only_when_both_sides_name_different_folders() -> None:
+    from app.analysis.logparse import folder_conflict
+
+    assert folder_conflict("/ci/tests/b/test_x.py", "tests/a/test_x.py") == "b/ vs a/"
+    assert folder_conflict("/ci/tests/a/test_x.py", "tests/a/test_x.py") is None
+    assert folder_conflict("test_x.py", "tests/a/test_x.py") is None
+    assert folder_conflict("/ci/tests/b/test_x.py", "test_x.py") is None
+    assert folder_conflict("C:\\ci\\b\\test_x.py", "a/test_x.py") == "b/ vs a/"

@@ -289,3 +289,18 @@ def test_an_error_on_a_with_header_keeps_its_body():
     log += '  File "t.py", line 2, in test_file\n    with open_resource() as r:\nOSError: close failed\n'
     kept = set(lines(analyze([Script("t.py", code)], log).traces["tplus"].kept))
     assert 3 in kept  # __exit__ raises after the body ran
+
+
+def test_a_frame_matched_by_file_name_alone_across_folders_is_warned():
+    script = "def test_x():\n    assert 1 == 2\n"
+    log = (
+        "Traceback (most recent call last):\n"
+        '  File "/ci/checkout/tests/other/test_x.py", line 2, in test_x\n'
+        "AssertionError\n"
+    )
+    warned = analyze([Script("tests/unit/test_x.py", script)], log)
+    assert any("by file name only (other/ vs unit/)" in w for w in warned.warnings)
+    same_folder = analyze([Script("tests/other/test_x.py", script)], log)
+    assert not any("by file name only" in w for w in same_folder.warnings)
+    bare_name = analyze([Script("test_x.py", script)], log)
+    assert not any("by file name only" in w for w in bare_name.warnings)

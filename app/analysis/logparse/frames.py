@@ -78,6 +78,21 @@ def match_script_path(printed_path: str, script_paths: Sequence[str]) -> str | N
     return next(iter(best.values())) if len(best) == 1 else None
 
 
+def folder_conflict(printed_path: str, script_path: str) -> str | None:
+    """Where a frame matched a script by file name alone while both name different folders.
+
+    ``/ci/tests/b/test_x.py`` and a submitted ``tests/a/test_x.py`` share only ``test_x.py``: the
+    traceback may well come from a same-named file elsewhere, so the match deserves a warning.
+    None when the folders agree or one side names none (a bare file name proves nothing).
+    """
+    printed, script = _components(printed_path), _components(script_path)
+    if len(printed) < 2 or len(script) < 2 or printed[-1] != script[-1]:
+        return None
+    if printed[-2] == script[-2]:
+        return None
+    return f"{printed[-2]}/ vs {script[-2]}/"
+
+
 def _components(path: str) -> list[str]:
     cleaned = path.strip().strip("\"'").replace("\\", "/")
     return [c for c in cleaned.split("/") if c and c != "."]
