@@ -179,12 +179,6 @@ def _script_frames(
         path = match_script_path(frame.path, paths)
         if path is None:
             continue
-        conflict = folder_conflict(frame.path, path)
-        if conflict is not None:
-            warnings.append(
-                f"traceback frame {frame.path} was matched to {path} by file name only ({conflict}):"
-                " if the traceback comes from another file of that name, submit that file"
-            )
         lines = files[path].lines
         line = realign(lines, frame.line, frame.code)
         if line is None:
@@ -192,6 +186,12 @@ def _script_frames(
                 f"traceback frame {frame.path}:{frame.line} is outside {path} ({len(lines)} lines); ignored"
             )
             continue
+        conflict = folder_conflict(frame.path, path)
+        if conflict is not None and not _code_confirms(lines[line - 1], frame.code):
+            warnings.append(
+                f"traceback frame {frame.path} was matched to {path} by file name only ({conflict}) and"
+                " the log shows no code to confirm it: if it comes from another file of that name, submit it"
+            )
         if line != frame.line:
             warnings.append(
                 f"traceback line {frame.line} of {path} does not hold the code the log shows;"
@@ -199,3 +199,10 @@ def _script_frames(
             )
         out.append(replace(frame, path=path, line=line))
     return out, warnings
+
+
+def _code_confirms(source_line: str, printed: str | None) -> bool:
+    """Whether the code a frame printed is the script's line: a folder mismatch is then a checkout path."""
+    want = " ".join((printed or "").split())
+    have = " ".join(source_line.split())
+    return bool(want) and (have == want or have.startswith(want))

@@ -304,3 +304,6 @@ def test_a_frame_matched_by_file_name_alone_across_folders_is_warned():
     assert not any("by file name only" in w for w in same_folder.warnings)
     bare_name = analyze([Script("test_x.py", script)], log)
     assert not any("by file name only" in w for w in bare_name.warnings)
+    with_code = log.replace("in test_x\n", "in test_x\n    assert 1 == 2\n")
+    confirmed = analyze([Script("tests/unit/test_x.py", script)], with_code)
+    assert not any("by file name only" in w for w in confirmed.warnings)  # the printed code is the line
