@@ -205,9 +205,11 @@ def tplus(
             if stop is None and fn.fid in normal:
                 stop = EXIT
             stop_used[fn.fid] = stop
-            key = (fn.fid, stop, frozenset(x for x in fn.statements if x in exe or x in nexe))
+            # what runs after the failure (a finally around the stop) is no evidence against the stop
+            walk_exe = exe - after_failure if stop is not None and after_failure else exe
+            key = (fn.fid, stop, frozenset(x for x in fn.statements if x in walk_exe or x in nexe))
             if key not in walks:
-                walks[key] = _walk(ctx.graphs[fn.fid], fn, exe, nexe, stop, opts.walk_semantics)
+                walks[key] = _walk(ctx.graphs[fn.fid], fn, walk_exe, nexe, stop, opts.walk_semantics)
             kept, note = walks[key]
             new_kept[fn.fid] = set(kept)
             if note:
@@ -215,6 +217,8 @@ def tplus(
         removed = {}
         if opts.call_site_inference:
             alive = set().union(*new_kept.values()) if new_kept else set()
+            # finally blocks and cleanups of a function that ran are revived below: their calls count
+            alive |= {s for s in after_failure if new_kept.get(program.statements[s].function)}
             again = True
             while again:
                 again = False
@@ -251,9 +255,14 @@ def tplus(
     proven: set[int] | None = None
     if opts.proven_states:
         proven = set(exe) | (set(ran_after_failure) & kept)
+        # a file any of whose code ran was imported: its top-level statements on every path ran
+        imported = {program.function(program.statements[s].function).path for s in exe}
         for fn in funcs:
             if kept_by_fn.get(fn.fid) and fn.fid not in notes:
-                proven |= _proven(ctx.graphs[fn.fid], fn, kept_by_fn[fn.fid], exe, stop_used.get(fn.fid))
+                stop = stop_used.get(fn.fid)
+                if stop is None and fn.kind == "module" and fn.path in imported:
+                    stop = EXIT
+                proven |= _proven(ctx.graphs[fn.fid], fn, kept_by_fn[fn.fid], exe, stop)
     why: dict[int, Evidence] = {}
     other = Evidence(
         State.NEXE, "test-selection", "another test of the script; the log names the failing one"
@@ -266,7 +275,7 @@ def tplus(
             if fn.fid in other_tests:
                 why[s] = skipped if fn.fid in not_run else other
                 continue
-            if s in revived or (s in ran_after_failure and s in kept):
+            if (s in revived or (s in ran_after_failure and s in kept)) and s not in exe:
                 why[s] = _after_failure_evidence(s, ran_after_failure, proven)
                 continue
             ev = _tplus_evidence(

@@ -328,3 +328,65 @@ def test_unknown_refinement_names_are_refused() -> None:
         assert "no-such-rule" in str(e)
     else:
         raise AssertionError("an unknown name was accepted")
+
+
+# -- what a finally around the failure and an import prove -------------------------------------
+
+HELPER_FINALLY = """\
+import logging
+log = logging.getLogger(__name__)
+
+
+def test_x():
+    log.info("start")
+    try:
+        value = compute()
+        log.info("value %s", value)
+    finally:
+        log.info("cleanup")
+        cleanup()
+
+
+def compute():
+    raise ValueError("bad")
+
+
+def cleanup():
+    pass
+"""
+
+HELPER_LOG = """\
+2024-01-01 10:00:00,000 INFO start
+2024-01-01 10:00:00,001 INFO cleanup
+Traceback (most recent call last):
+  File "/ci/test_s.py", line 8, in test_x
+    value = compute()
+  File "/ci/test_s.py", line 16, in compute
+    raise ValueError("bad")
+ValueError: bad
+"""
+
+
+def test_a_message_of_the_finally_is_no_evidence_against_where_the_test_stopped() -> None:
+    a = run(HELPER_FINALLY, HELPER_LOG)
+    assert state(a, "try:") is State.EXE  # on every way to the failing line
+    assert state(a, 'log.info("cleanup")') is State.EXE  # its message is in the log
+    assert state(a, 'log.info("value %s"') is State.NEXE  # after the stop, outside the finally
+    assert not any("termination ignored" in w for w in a.warnings)
+
+
+def test_a_helper_called_from_a_finally_that_ran_is_not_removed() -> None:
+    a = run(HELPER_FINALLY, HELPER_LOG)
+    assert kept(a, "cleanup()")
+    assert kept(a, "def cleanup():")
+    assert state(a, "def cleanup():") is State.DBT  # called after the failure: not proven
+
+
+def test_top_level_statements_of_a_file_whose_code_ran_are_executed() -> None:
+    a = run(HELPER_FINALLY, HELPER_LOG)
+    assert state(a, "import logging") is State.EXE  # the module was imported
+    assert state(a, "log = logging.getLogger") is State.EXE
+    guarded = HELPER_FINALLY + '\n\nif log.name == "other":\n    log.disabled = True\n'
+    b = run(guarded, HELPER_LOG)
+    assert state(b, "import logging") is State.EXE
+    assert state(b, "log.disabled = True") is not State.EXE  # only under a condition: not proven
