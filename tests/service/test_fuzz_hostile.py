@@ -19,7 +19,7 @@ from app.service import pool_jobs
 
 pytestmark = pytest.mark.slow  # hypothesis over hostile inputs through the analysis: tens of seconds each
 
-FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 LIMITS = CostLimits(max_nesting_depth=40, max_syntax_depth=150, max_branches_per_function=400)
 HEADERS = ["if x:", "elif y:", "else:", "for i in z:", "while w:", "try:", "except E:", "finally:", "with c:"]
 HEADERS += ["def f():", "class C:", "async def g():", "match m:", "case 1:", "lambda: (", "x = [", "f("]
