@@ -12,10 +12,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from app.ci import CiReport
 from app.cli import UsageError
+from app.cli.io import load_settings
 from app.emit import FORMATS
 from app.ingest import FORMATS as RESULT_FORMATS
 from app.ingest import IngestError, Results, merge, read_folder, read_results
@@ -24,7 +23,6 @@ from app.ingest.resolve import Checkout
 from app.localize.llm import ModelClient
 from app.options import TriageOptions, resolve_options
 from app.rankers import AUTO, ranker_names
-from app.settings import get_settings
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -55,12 +53,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        settings = get_settings()
-    except ValidationError as exc:
-        raise UsageError(
-            f"invalid TCFL_* setting: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}"
-        ) from exc
+    settings = load_settings()
     try:
         options = resolve_options(
             settings,

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from app.analysis.logparse import check_prefix_format, decode_log
 from app.analysis.model import Script
 from app.cli import UsageError
+
+if TYPE_CHECKING:
+    from app.settings import Settings
 
 CHUNK_BYTES = 1 << 20
 
@@ -24,6 +27,19 @@ def _limits() -> tuple[int, int]:
     except ValidationError:
         settings = Settings.model_construct()
     return settings.max_script_bytes, settings.max_log_bytes
+
+
+def load_settings() -> Settings:
+    """The TCFL_* settings; a bad one is a one-line usage error naming it, not a traceback."""
+    from pydantic import ValidationError
+
+    from app.settings import get_settings
+
+    try:
+        return get_settings()
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        raise UsageError(f"invalid TCFL_* setting: {error['loc']}: {error['msg']}") from exc
 
 
 def read_bounded(stream: BinaryIO, limit: int, what: str, name: str, setting: str) -> bytes:

@@ -7,16 +7,13 @@ import json
 import sys
 from typing import Any
 
-from pydantic import ValidationError
-
 from app.analysis.context import REFINEMENTS
 from app.analysis.estimate import EstimateOptions
 from app.analysis.model import TRACE_ALIASES, VARIANTS, Analysis, Loc, State, resolve_variant
 from app.analysis.pipeline import analyze
 from app.cli import UsageError
-from app.cli.io import check_log_format, printable, read_log, read_scripts
+from app.cli.io import check_log_format, load_settings, printable, read_log, read_scripts
 from app.options import resolve_options
-from app.settings import get_settings
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -65,8 +62,8 @@ def run(args: argparse.Namespace) -> int:
         walk_semantics=not args.no_walk_semantics,
         normal_return=not args.no_normal_return,
     ).without(args.without)
+    settings = load_settings()
     try:
-        settings = get_settings()
         resolved = resolve_options(settings, log_functions=args.log_function, log_format=args.log_format)
         analysis = analyze(
             scripts,
@@ -75,9 +72,6 @@ def run(args: argparse.Namespace) -> int:
             options=options,
             prefix_format=resolved.log_format,
         )
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        raise UsageError(f"invalid TCFL_* setting: {error['loc']}: {error['msg']}") from exc
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
     extra = [*warnings, *log_warnings]

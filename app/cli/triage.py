@@ -11,17 +11,15 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
 from app.analysis.model import Script
 from app.analysis.render import LEVELS
 from app.cli import EXIT_NO_EVIDENCE, EXIT_OK, UsageError
-from app.cli.io import check_log_format, printable, read_log, read_scripts
+from app.cli.io import check_log_format, load_settings, printable, read_log, read_scripts
 from app.localize.prompts import OUTPUT_FORMATS
 from app.localize.result import TriageResult
 from app.options import PROMPT_STYLES, TriageOptions, resolve_options
 from app.rankers import AUTO, ranker_names
-from app.settings import Settings, get_settings
+from app.settings import Settings
 from app.triage import triage
 
 if TYPE_CHECKING:
@@ -130,12 +128,7 @@ def run(args: argparse.Namespace) -> int:
     scripts, warnings = read_scripts(args.scripts)
     log, log_warnings = read_log(args.log)
     log_warnings = [*log_warnings, *_several_failures(log)]
-    try:
-        settings = get_settings()
-    except ValidationError as exc:
-        raise UsageError(
-            f"invalid TCFL_* setting: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}"
-        ) from exc
+    settings = load_settings()
     if args.db:
         settings = settings.model_copy(update={"database_url": args.db})
     check_log_format(args.log_format)
