@@ -16,6 +16,7 @@ import pytest
 from app.cli import main
 from app.settings import get_settings
 from tests.conftest import RUNNING
+from tests.support.terminal import run_on_terminal
 
 SCRIPT = str(RUNNING / "test_example.py")
 LOG = str(RUNNING / "failure.log")
@@ -385,25 +386,9 @@ def test_a_line_the_estimate_keeps_without_any_record_is_doubtful(
 def on_a_terminal(args: list[str], cwd: Path) -> tuple[int, str]:
     """Run the real command with stderr on a pseudo-terminal; its exit status and what it drew."""
     import os
-    import pty
 
-    leader, follower = pty.openpty()
     env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "120"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", *args], stderr=follower, stdout=subprocess.DEVNULL, cwd=cwd, env=env
-    )
-    os.close(follower)
-    seen = b""
-    while True:
-        try:
-            chunk = os.read(leader, 4096)
-        except OSError:  # the terminal closed: the command is gone
-            break
-        if not chunk:
-            break
-        seen += chunk
-    os.close(leader)
-    return proc.wait(timeout=300), seen.decode(errors="replace")
+    return run_on_terminal([sys.executable, "-m", "app.cli", *args], cwd, env)
 
 
 def test_eval_draws_a_progress_bar_on_a_terminal_and_plain_lines_elsewhere(tmp_path: Path) -> None:

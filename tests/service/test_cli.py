@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 
 from app.service.store import ResultRow
 from tests.service.helpers import EXAMPLE, clean_env, example_body, jsonl, standin, tcfl_command, wait_for
+from tests.support.terminal import run_on_terminal
 
 pytestmark = pytest.mark.slow  # each test starts tcfl batch/serve processes
 
@@ -163,32 +164,11 @@ def test_serve_with_an_unusable_database_is_a_one_line_error(tmp_path: Path) -> 
 
 
 def test_batch_draws_a_progress_bar_on_a_terminal(tmp_path: Path) -> None:
-    import os
-    import pty
-
     cases = tmp_path / "cases.jsonl"
     cases.write_bytes(jsonl([example_body(test_id=f"p{i}") for i in range(3)]))
     env = clean_env(TCFL_DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite'}", TERM="xterm-256color")
-    leader, follower = pty.openpty()
-    proc = subprocess.Popen(
-        tcfl_command("batch", str(cases), "--out", str(tmp_path / "o.jsonl")),
-        env=env,
-        cwd=tmp_path,
-        stderr=follower,
-        stdout=subprocess.DEVNULL,
-    )
-    os.close(follower)
-    seen = b""
-    while True:
-        try:
-            chunk = os.read(leader, 4096)
-        except OSError:  # the terminal closed: the command is gone
-            break
-        if not chunk:
-            break
-        seen += chunk
-    os.close(leader)
-    assert proc.wait(timeout=120) == 0
-    text = seen.decode(errors="replace")
+    command = tcfl_command("batch", str(cases), "--out", str(tmp_path / "o.jsonl"))
+    status, text = run_on_terminal(command, tmp_path, env)
+    assert status == 0
     assert "\x1b[" in text  # drawn in place (rich), not printed line by line
     assert "3/3 (0 failed)" in re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)
