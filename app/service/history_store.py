@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -23,15 +25,22 @@ from sqlalchemy import (
     LargeBinary,
     String,
     UniqueConstraint,
+    and_,
+    delete,
     func,
+    or_,
     select,
+    union,
+    union_all,
     update,
 )
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from app.analysis.logparse import parse_log
 from app.analysis.model import State
 from app.analysis.pipeline import analyze
+from app.history.packed import pack_trace, packable, unpack_trace
 from app.history.rank import HistoryRun
 from app.history.records import RunRecord, env_fingerprint
 from app.history.signatures import Run, classify, err_sig, first_bad_version, is_flaky
@@ -42,11 +51,15 @@ RETENTION_DAYS = 180
 RETENTION_RUNS = 500
 FAILING_LOG_DAYS = 90
 PASSING_LOG_DAYS = 14
+FAILING = ("fail", "error")
+CHUNK = 500  # ids per IN (...) list
+CACHE_ENTRIES = 256  # versions and script texts kept decoded (both content-addressed)
+_STATE_OF = {"E": State.EXE, "N": State.NEXE, "D": State.DBT}
 
 
 class TestRow(Base):
     __tablename__ = "tests"
-    __table_args__ = (UniqueConstraint("key", name="uq_tests_key"),)
+    __table_args__ = (UniqueConstraint("key", name="uq_tests_key"), Index("ix_tests_path", "path"))
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     key: Mapped[str] = mapped_column(String(1100))
@@ -54,6 +67,7 @@ class TestRow(Base):
     path: Mapped[str] = mapped_column(String(1024))
     base_id: Mapped[str] = mapped_column(String(1024))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    last_run_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))  # kept on insert
 
 
 class VersionRow(Base):
@@ -67,7 +81,7 @@ class VersionRow(Base):
 class RunRow(Base):
     __tablename__ = "runs"
     __table_args__ = (
-        Index("ix_runs_test_started", "test_id", "started_at"),
+        Index("ix_runs_test_started_id", "test_id", "started_at", "id"),
         Index("ix_runs_err_sig", "err_sig"),
         UniqueConstraint("identity", name="uq_runs_identity"),
     )
@@ -88,7 +102,10 @@ class RunRow(Base):
     log_z: Mapped[bytes | None] = mapped_column(LargeBinary)
     err_sig: Mapped[str | None] = mapped_column(String(40))
     error_message: Mapped[str | None] = mapped_column(String(2000))
-    trace: Mapped[dict[str, Any] | None] = mapped_column(JSON)  # path -> {"E": [...], "N": [...], "D": [...]}
+    # The estimated trace, path -> {"E": [...], "N": [...], "D": [...]}: packed (app.history.packed),
+    # or as JSON where it does not pack exactly (and in rows written before 0005 that failed to).
+    trace_z: Mapped[bytes | None] = mapped_column(LargeBinary)
+    trace: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
@@ -144,6 +161,37 @@ def _loc(path: str, line: int) -> Any:
     return Loc(path, line)
 
 
+class _Lru:
+    """A small thread-safe map of the most recently used entries (content-addressed values only)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._items: OrderedDict[str, Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, Any]:
+        with self._lock:
+            found = {}
+            for k in keys:
+                if k in self._items:
+                    self._items.move_to_end(k)
+                    found[k] = self._items[k]
+            return found
+
+    def put_many(self, items: dict[str, Any]) -> None:
+        with self._lock:
+            self._items.update(items)
+            for k in items:
+                self._items.move_to_end(k)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+
+
+# Version ids and script hashes are content addresses: an entry is right for every database.
+_VERSION_FILES = _Lru(CACHE_ENTRIES)  # version id -> {path: sha256}
+_SCRIPT_TEXTS = _Lru(CACHE_ENTRIES)  # sha256 -> content
+
+
 class HistoryStore:
     """History reads and writes on a ``Store``'s engine; each method is one transaction."""
 
@@ -151,23 +199,73 @@ class HistoryStore:
         self.store = store
 
     def add_runs(self, records: Sequence[RunRecord]) -> list[dict[str, Any]]:
-        """Store runs (idempotently); per record: run_id, version_id, err_sig, duplicate."""
-        prepared = [(r, r.identity(), *_facts(r)) for r in records]
-        out: list[dict[str, Any]] = []
+        """Store runs (idempotently); per record: run_id, version_id, err_sig, duplicate.
+
+        Runs already stored are found in one query and never analysed again; a record repeated
+        within ``records`` is stored once. Two writers racing on the same run: the loser retries
+        and finds the winner's row.
+        """
+        identities = [r.identity() for r in records]
+        facts: dict[str, tuple[str | None, str | None, dict[str, Any] | None]] = {}
+        for attempt in (1, 2):
+            known = self._known(identities)
+            for record, identity in zip(records, identities, strict=True):
+                if identity not in known and identity not in facts:
+                    facts[identity] = _facts(record)
+            try:
+                created = self._insert(records, identities, known, facts)
+                break
+            except IntegrityError:
+                if attempt == 2:
+                    raise
+        out = []
+        seen: set[str] = set()
+        for identity in identities:
+            if identity in known:
+                out.append({**known[identity], "duplicate": True})
+            else:
+                out.append({**created[identity], "duplicate": identity in seen})
+                seen.add(identity)
+        return out
+
+    def _known(self, identities: Sequence[str]) -> dict[str, dict[str, Any]]:
+        unique = list(dict.fromkeys(identities))
+        known: dict[str, dict[str, Any]] = {}
         with self.store._tx() as session:
-            for record, identity, sig, message, trace in prepared:
-                known = session.execute(
-                    select(RunRow).where(RunRow.identity == identity)
-                ).scalar_one_or_none()
-                if known is not None:
-                    out.append(_created(known, duplicate=True))
+            for start in range(0, len(unique), CHUNK):
+                for identity, run_id, vid, sig in session.execute(
+                    select(RunRow.identity, RunRow.id, RunRow.version_id, RunRow.err_sig).where(
+                        RunRow.identity.in_(unique[start : start + CHUNK])
+                    )
+                ).all():
+                    known[identity] = {"run_id": run_id, "version_id": vid, "err_sig": sig}
+        return known
+
+    def _insert(
+        self,
+        records: Sequence[RunRecord],
+        identities: Sequence[str],
+        known: dict[str, dict[str, Any]],
+        facts: dict[str, tuple[str | None, str | None, dict[str, Any] | None]],
+    ) -> dict[str, dict[str, Any]]:
+        created: dict[str, dict[str, Any]] = {}
+        tests: dict[str, TestRow] = {}
+        versions: dict[str, str | None] = {}
+        with self.store._tx() as session:
+            for record, identity in zip(records, identities, strict=True):
+                if identity in known or identity in created:
                     continue
-                test = self._test(session, record)
-                vid = self._version(session, record)
+                sig, message, trace = facts[identity]
+                test = tests.get(record.key.key) or self._test(session, record)
+                tests[record.key.key] = test
+                vkey = version_id({s.path: s.content for s in record.scripts}) if record.scripts else ""
+                if vkey not in versions:
+                    versions[vkey] = self._version(session, record)
+                packed = trace is not None and packable(trace)
                 row = RunRow(
                     identity=identity,
                     test_id=test.id,
-                    version_id=vid,
+                    version_id=versions[vkey],
                     external_id=record.test_id,
                     params=record.params,
                     verdict=record.verdict,
@@ -180,13 +278,16 @@ class HistoryStore:
                     log_z=_pack(record.log) if record.log else None,
                     err_sig=sig,
                     error_message=message,
-                    trace=trace,
+                    trace_z=pack_trace(trace) if packed and trace is not None else None,
+                    trace=None if packed else trace,
                     created_at=utcnow(),
                 )
                 session.add(row)
                 session.flush()
-                out.append(_created(row, duplicate=False))
-        return out
+                created[identity] = {"run_id": row.id, "version_id": row.version_id, "err_sig": row.err_sig}
+                if test.last_run_at is None or _aware(test.last_run_at) < _aware(record.started_at):
+                    test.last_run_at = record.started_at
+        return created
 
     def _test(self, session: Session, record: RunRecord) -> TestRow:
         row = session.execute(select(TestRow).where(TestRow.key == record.key.key)).scalar_one_or_none()
@@ -216,36 +317,45 @@ class HistoryStore:
         return vid
 
     def tests(self, *, limit: int = 100, offset: int = 0) -> list[dict[str, Any]]:
-        """Tests with run counts and their latest verdict, most recently run first."""
+        """Tests with run counts and their latest verdict, most recently run first.
+
+        The order comes from ``tests.last_run_at``; runs are counted for the page's tests only.
+        """
         with self.store._tx() as session:
-            last = func.max(RunRow.started_at).label("last")
-            stats = (
-                select(
-                    RunRow.test_id,
-                    func.count(RunRow.id).label("runs"),
-                    func.sum((RunRow.verdict.in_(("fail", "error"))).cast(Integer)).label("fails"),
-                    last,
+            page = (
+                session.execute(
+                    select(TestRow)
+                    .where(TestRow.last_run_at.is_not(None))
+                    .order_by(TestRow.last_run_at.desc(), TestRow.id)
+                    .limit(limit)
+                    .offset(offset)
                 )
-                .group_by(RunRow.test_id)
-                .subquery()
+                .scalars()
+                .all()
             )
-            rows = session.execute(
-                select(TestRow, stats.c.runs, stats.c.fails, stats.c.last)
-                .join(stats, stats.c.test_id == TestRow.id)
-                .order_by(stats.c.last.desc(), TestRow.id)
-                .limit(limit)
-                .offset(offset)
-            ).all()
-            return [
-                {
-                    "key": t.key,
-                    "suite": t.suite,
-                    "runs": int(runs),
-                    "failures": int(fails or 0),
-                    "last_run_at": _iso(at),
-                }
-                for t, runs, fails, at in rows
-            ]
+            counts = {
+                test_id: (runs, fails)
+                for test_id, runs, fails in session.execute(
+                    select(
+                        RunRow.test_id,
+                        func.count(RunRow.id),
+                        func.sum(RunRow.verdict.in_(FAILING).cast(Integer)),
+                    )
+                    .where(RunRow.test_id.in_([t.id for t in page]))
+                    .group_by(RunRow.test_id)
+                ).all()
+            }
+        return [
+            {
+                "key": t.key,
+                "suite": t.suite,
+                "runs": int(counts[t.id][0]),
+                "failures": int(counts[t.id][1] or 0),
+                "last_run_at": _iso(t.last_run_at),
+            }
+            for t in page
+            if t.id in counts
+        ]
 
     def history(self, key: str, *, limit: int = 200) -> dict[str, Any] | None:
         """A test's runs (newest first), versions, and what the history says about its last failure."""
@@ -253,21 +363,17 @@ class HistoryStore:
             test = session.execute(select(TestRow).where(TestRow.key == key)).scalar_one_or_none()
             if test is None:
                 return None
-            rows = (
-                session.execute(
-                    select(RunRow)
-                    .where(RunRow.test_id == test.id)
-                    .order_by(RunRow.started_at.desc(), RunRow.id.desc())
-                    .limit(limit)
-                )
-                .scalars()
-                .all()
-            )
+            rows = session.execute(
+                select(*_VIEW_COLUMNS)
+                .where(RunRow.test_id == test.id)
+                .order_by(RunRow.started_at.desc(), RunRow.id.desc())
+                .limit(limit)
+            ).all()
         ordered = list(reversed(rows))
         runs = [Run(r.verdict, r.version_id or "", r.env_fp, r.err_sig) for r in ordered]
         versions = list(dict.fromkeys(r.version_id for r in ordered if r.version_id))
         summary: dict[str, Any] = {"classification": None, "first_bad_version": None, "flaky": False}
-        fails = [i for i, r in enumerate(runs) if r.verdict in ("fail", "error")]
+        fails = [i for i, r in enumerate(runs) if r.verdict in FAILING]
         if fails:
             i = fails[-1]
             summary["classification"] = classify(runs[:i], runs[i])
@@ -325,91 +431,125 @@ class HistoryStore:
                 )
             return out
 
-    def apply_retention(self, now: datetime | None = None) -> dict[str, int]:
-        """Runs: 180 days, or the last 500 per test; logs: failing ones 90 days, passing ones 14."""
+    def apply_retention(
+        self,
+        now: datetime | None = None,
+        *,
+        keep_days: int = RETENTION_DAYS,
+        keep_runs: int = RETENTION_RUNS,
+        failing_log_days: int = FAILING_LOG_DAYS,
+        passing_log_days: int = PASSING_LOG_DAYS,
+        dry_run: bool = False,
+    ) -> dict[str, int]:
+        """Drop runs older than ``keep_days`` beyond each test's newest ``keep_runs``; drop old logs.
+
+        Each test keeps its anchors whatever their age: its last passing run and the first
+        failure after it, so the first bad version and the diff since the last pass survive.
+        Set-based (window functions, one statement per step) on both backends. ``dry_run``
+        counts what would go and changes nothing.
+        """
         now = now or utcnow()
-        dropped = 0
+        cutoff = now - timedelta(days=keep_days)
+        doomed = _retention_doomed(keep_runs, cutoff)
+        fail_logs = and_(
+            RunRow.log_z.is_not(None),
+            RunRow.verdict.in_(FAILING),
+            RunRow.started_at < now - timedelta(days=failing_log_days),
+        )
+        pass_logs = and_(
+            RunRow.log_z.is_not(None),
+            RunRow.verdict.not_in(FAILING),
+            RunRow.started_at < now - timedelta(days=passing_log_days),
+        )
         with self.store._tx() as session:
-            old = now - timedelta(days=RETENTION_DAYS)
-            for (test_id,) in session.execute(select(TestRow.id)).all():
-                ids = session.execute(
-                    select(RunRow.id, RunRow.started_at)
-                    .where(RunRow.test_id == test_id)
-                    .order_by(RunRow.started_at.desc(), RunRow.id.desc())
-                ).all()
-                doomed = [i for pos, (i, at) in enumerate(ids) if pos >= RETENTION_RUNS and _aware(at) < old]
-                for start in range(0, len(doomed), 500):
-                    chunk = doomed[start : start + 500]
-                    session.query(RunRow).filter(RunRow.id.in_(chunk)).delete(synchronize_session=False)
-                dropped += len(doomed)
-            fail_logs = session.execute(
-                update(RunRow)
-                .where(RunRow.log_z.is_not(None))
-                .where(RunRow.verdict.in_(("fail", "error")))
-                .where(RunRow.started_at < now - timedelta(days=FAILING_LOG_DAYS))
-                .values(log_z=None)
-            ).rowcount
-            pass_logs = session.execute(
-                update(RunRow)
-                .where(RunRow.log_z.is_not(None))
-                .where(RunRow.verdict.not_in(("fail", "error")))
-                .where(RunRow.started_at < now - timedelta(days=PASSING_LOG_DAYS))
-                .values(log_z=None)
-            ).rowcount
-        return {"runs": dropped, "failing_logs": int(fail_logs or 0), "passing_logs": int(pass_logs or 0)}
+            if dry_run:
+                counts = [
+                    session.execute(select(func.count()).select_from(doomed.subquery())).scalar_one(),
+                    *(
+                        session.execute(
+                            select(func.count(RunRow.id)).where(where, RunRow.id.not_in(doomed))
+                        ).scalar_one()
+                        for where in (fail_logs, pass_logs)  # of the runs that stay
+                    ),
+                ]
+            else:
+                dropped = session.execute(delete(RunRow).where(RunRow.id.in_(doomed))).rowcount
+                if dropped:  # a test's newest run goes only when it is older than the cutoff
+                    newest = (
+                        select(func.max(RunRow.started_at))
+                        .where(RunRow.test_id == TestRow.id)
+                        .scalar_subquery()
+                    )
+                    session.execute(
+                        update(TestRow).where(TestRow.last_run_at < cutoff).values(last_run_at=newest)
+                    )
+                counts = [
+                    dropped,
+                    *(
+                        session.execute(update(RunRow).where(where).values(log_z=None)).rowcount
+                        for where in (fail_logs, pass_logs)
+                    ),
+                ]
+        runs, failing, passing = (int(c or 0) for c in counts)
+        return {"runs": runs, "failing_logs": failing, "passing_logs": passing}
 
     def history_runs(
-        self, key: str, *, target_version: str | None = None, limit: int = 30
+        self,
+        key: str,
+        *,
+        target_version: str | None = None,
+        limit: int = 30,
+        siblings: int = 0,
     ) -> list[HistoryRun]:
         """The test's last ``limit`` runs with a trace, oldest first, as the history ranker reads them.
 
         ``target_version`` is the failure's version (default: the newest in the history); a run's
-        ``versions_apart`` counts the versions seen between its own and that one.
+        ``versions_apart`` counts the versions seen between its own and that one. ``siblings``
+        adds file scope: the newest traced run of each of up to that many other tests of the
+        same file (most recently run first), with ``same_test`` False.
         """
         with self.store._tx() as session:
-            test = session.execute(select(TestRow).where(TestRow.key == key)).scalar_one_or_none()
+            test = session.execute(select(TestRow.id, TestRow.path).where(TestRow.key == key)).one_or_none()
             if test is None:
                 return []
-            rows = (
-                session.execute(
-                    select(RunRow)
-                    .where(
-                        RunRow.test_id == test.id, RunRow.trace.is_not(None), RunRow.version_id.is_not(None)
+            own = _traced_runs(test.id).limit(limit)
+            rows = [(True, r) for r in session.execute(own).all()]
+            if siblings > 0:
+                others = (
+                    session.execute(
+                        select(TestRow.id)
+                        .where(
+                            TestRow.path == test.path, TestRow.id != test.id, TestRow.last_run_at.is_not(None)
+                        )
+                        .order_by(TestRow.last_run_at.desc(), TestRow.id)
+                        .limit(siblings)
                     )
-                    .order_by(RunRow.started_at.desc(), RunRow.id.desc())
-                    .limit(limit)
+                    .scalars()
+                    .all()
                 )
-                .scalars()
-                .all()
-            )
-            versions = {
-                v.id: v
-                for v in session.execute(
-                    select(VersionRow).where(VersionRow.id.in_({r.version_id for r in rows}))
-                ).scalars()
-            }
-            hashes = {h for v in versions.values() for h in v.files.values()}
-            contents = {
-                sha: _unpack(blob)
-                for sha, blob in session.execute(
-                    select(ScriptRow.sha256, ScriptRow.content_z).where(ScriptRow.sha256.in_(hashes))
-                ).all()
-            }
-        order = list(dict.fromkeys(r.version_id for r in reversed(rows)))
+                if others:
+                    parts = [select(q.subquery()) for q in (_traced_runs(t).limit(1) for t in others)]
+                    rows += [(False, r) for r in session.execute(union_all(*parts)).all()]
+            files = _version_files(session, {r.version_id for _, r in rows})
+        rows.sort(key=lambda item: (_aware(item[1].started_at), item[1].id))
+        order = list(dict.fromkeys(r.version_id for _, r in rows))
         if target_version is not None and target_version not in order:
             order.append(target_version)
         last = order.index(target_version) if target_version in order else len(order) - 1
         out = []
-        for r in reversed(rows):
-            files = {p: contents[h] for p, h in versions[r.version_id].files.items() if h in contents}
+        for same, r in rows:
+            trace = unpack_trace(r.trace_z) if r.trace_z is not None else r.trace
             states = {
-                _loc(path, n): state
-                for path, by_state in (r.trace or {}).items()
-                for letter, state in (("E", State.EXE), ("N", State.NEXE), ("D", State.DBT))
-                for n in by_state.get(letter, ())
+                _loc(path, n): _STATE_OF[letter]
+                for path, by_state in (trace or {}).items()
+                for letter, lines in by_state.items()
+                if letter in _STATE_OF
+                for n in lines
             }
             apart = max(0, last - order.index(r.version_id))
-            out.append(HistoryRun(r.verdict, files, states, r.env_fp, r.err_sig, apart))
+            out.append(
+                HistoryRun(r.verdict, files[r.version_id], states, r.env_fp, r.err_sig, apart, same_test=same)
+            )
         return out
 
     def run(self, run_id: int) -> dict[str, Any] | None:
@@ -417,10 +557,127 @@ class HistoryStore:
             row = session.get(RunRow, run_id)
             if row is None:
                 return None
-            view = _run_view(row)
+            view = _run_view(row, has_log=row.log_z is not None)
             view["log"] = _unpack(row.log_z) if row.log_z else None
-            view["trace"] = row.trace
+            view["trace"] = unpack_trace(row.trace_z) if row.trace_z is not None else row.trace
             return view
+
+
+_VIEW_COLUMNS = (
+    RunRow.id,
+    RunRow.external_id,
+    RunRow.params,
+    RunRow.verdict,
+    RunRow.started_at,
+    RunRow.version_id,
+    RunRow.env,
+    RunRow.env_fp,
+    RunRow.pipeline,
+    RunRow.job_url,
+    RunRow.commit,
+    RunRow.err_sig,
+    RunRow.error_message,
+    RunRow.log_z.is_not(None).label("has_log"),
+)
+
+
+def _traced_runs(test_id: int) -> Any:
+    """A test's runs that carry a trace and a version, newest first (the columns history_runs reads)."""
+    return (
+        select(
+            RunRow.id,
+            RunRow.verdict,
+            RunRow.version_id,
+            RunRow.env_fp,
+            RunRow.err_sig,
+            RunRow.started_at,
+            RunRow.trace_z,
+            RunRow.trace,
+        )
+        .where(
+            RunRow.test_id == test_id,
+            RunRow.version_id.is_not(None),
+            or_(RunRow.trace_z.is_not(None), RunRow.trace.is_not(None)),
+        )
+        .order_by(RunRow.started_at.desc(), RunRow.id.desc())
+    )
+
+
+def _cached(
+    cache: _Lru, keys: set[str], load: Callable[[list[str]], Iterable[tuple[str, Any]]]
+) -> dict[str, Any]:
+    """``keys`` from ``cache``, the misses loaded (``CHUNK`` at a time) and remembered."""
+    found = cache.get_many(keys)
+    missing = [k for k in keys if k not in found]
+    loaded: dict[str, Any] = {}
+    for start in range(0, len(missing), CHUNK):
+        loaded.update(load(missing[start : start + CHUNK]))
+    cache.put_many(loaded)
+    return {**found, **loaded}
+
+
+def _version_files(session: Session, version_ids: set[str]) -> dict[str, dict[str, str]]:
+    """Version id -> {path: content}, through the small content-addressed caches."""
+    hashes = _cached(
+        _VERSION_FILES,
+        version_ids,
+        lambda ids: session.execute(
+            select(VersionRow.id, VersionRow.files).where(VersionRow.id.in_(ids))
+        ).all(),
+    )
+    texts = _cached(
+        _SCRIPT_TEXTS,
+        {h for files in hashes.values() for h in files.values()},
+        lambda shas: (
+            (sha, _unpack(blob))
+            for sha, blob in session.execute(
+                select(ScriptRow.sha256, ScriptRow.content_z).where(ScriptRow.sha256.in_(shas))
+            ).all()
+        ),
+    )
+    return {vid: {p: texts[h] for p, h in hashes.get(vid, {}).items() if h in texts} for vid in version_ids}
+
+
+def _retention_doomed(keep_runs: int, cutoff: datetime) -> Any:
+    """SELECT of the run ids retention drops: older than ``cutoff``, beyond the newest ``keep_runs``
+    of their test, and neither the test's last pass nor the first failure after it."""
+    newest_first = (RunRow.started_at.desc(), RunRow.id.desc())
+    ranked = select(
+        RunRow.id,
+        RunRow.started_at,
+        func.row_number().over(partition_by=RunRow.test_id, order_by=newest_first).label("pos"),
+    ).subquery()
+    passes = (
+        select(
+            RunRow.test_id,
+            RunRow.started_at,
+            RunRow.id,
+            func.row_number().over(partition_by=RunRow.test_id, order_by=newest_first).label("r"),
+        )
+        .where(RunRow.verdict == "pass")
+        .subquery()
+    )
+    last_pass = select(passes.c.test_id, passes.c.started_at, passes.c.id).where(passes.c.r == 1).subquery()
+    after = or_(
+        last_pass.c.id.is_(None),
+        RunRow.started_at > last_pass.c.started_at,
+        and_(RunRow.started_at == last_pass.c.started_at, RunRow.id > last_pass.c.id),
+    )
+    failures = (
+        select(
+            RunRow.id,
+            func.row_number()
+            .over(partition_by=RunRow.test_id, order_by=(RunRow.started_at, RunRow.id))
+            .label("r"),
+        )
+        .select_from(RunRow.__table__.outerjoin(last_pass, last_pass.c.test_id == RunRow.test_id))
+        .where(RunRow.verdict.in_(FAILING), after)
+        .subquery()
+    )
+    anchors = union(select(last_pass.c.id), select(failures.c.id).where(failures.c.r == 1))
+    return select(ranked.c.id).where(
+        ranked.c.pos > keep_runs, ranked.c.started_at < cutoff, ranked.c.id.not_in(anchors)
+    )
 
 
 def records_from_ci(report: Any, source: str, *, now: datetime | None = None) -> list[RunRecord]:
@@ -457,11 +714,8 @@ def records_from_ci(report: Any, source: str, *, now: datetime | None = None) ->
     return out
 
 
-def _created(row: RunRow, *, duplicate: bool) -> dict[str, Any]:
-    return {"run_id": row.id, "version_id": row.version_id, "err_sig": row.err_sig, "duplicate": duplicate}
-
-
-def _run_view(row: RunRow) -> dict[str, Any]:
+def _run_view(row: Any, *, has_log: bool | None = None) -> dict[str, Any]:
+    """A run as the history page shows it, from a ``RunRow`` or a row of ``_VIEW_COLUMNS``."""
     return {
         "id": row.id,
         "test_id": row.external_id,
@@ -474,7 +728,7 @@ def _run_view(row: RunRow) -> dict[str, Any]:
         "ci": {"pipeline": row.pipeline, "job_url": row.job_url, "commit": row.commit},
         "err_sig": row.err_sig,
         "error_message": row.error_message,
-        "has_log": row.log_z is not None,
+        "has_log": bool(row.has_log if has_log is None else has_log),
     }
 
 

@@ -98,3 +98,78 @@ def test_history_runs_come_back_with_their_versions_and_traces(history: HistoryS
     assert [r.versions_apart for r in runs] == [1, 1, 1, 0]
     assert any(loc.line == 7 for loc in runs[-1].states)
     assert history.history_runs("nope") == []
+
+
+def test_known_runs_are_skipped_and_a_run_repeated_in_one_batch_is_stored_once(history: HistoryStore) -> None:
+    first = history.add_runs(
+        [parse_run(record(1, "fail")), parse_run(record(1, "fail")), parse_run(record(2, "pass"))]
+    )
+    assert [r["duplicate"] for r in first] == [False, True, False]
+    assert first[0]["run_id"] == first[1]["run_id"] != first[2]["run_id"]
+    again = history.add_runs([parse_run(record(2, "pass")), parse_run(record(3, "pass"))])
+    assert [r["duplicate"] for r in again] == [True, False] and again[0]["run_id"] == first[2]["run_id"]
+    page = history.history("tests/test_answer.py::test_answer")
+    assert page is not None and len(page["runs"]) == 3
+
+
+def test_tests_are_listed_by_their_newest_run_whatever_the_ingestion_order(history: HistoryStore) -> None:
+    late = record(9, "pass", test_id="tests/test_other.py::test_late", ci={"job_url": "https://ci/other"})
+    history.add_runs([parse_run(record(5, "fail")), parse_run(late)])
+    history.add_runs([parse_run(record(1, "pass"))])  # older than what is stored: the order stays
+    listed = history.tests()
+    assert [(t["key"], t["runs"], t["failures"]) for t in listed] == [
+        ("tests/test_other.py::test_late", 1, 0),
+        ("tests/test_answer.py::test_answer", 2, 1),
+    ]
+    assert listed[1]["last_run_at"].startswith("2026-01-01T05:00:00")
+    assert [t["key"] for t in history.tests(limit=1, offset=1)] == ["tests/test_answer.py::test_answer"]
+
+
+def test_history_runs_add_sibling_tests_of_the_same_file(history: HistoryStore) -> None:
+    def other(n: int, test_id: str) -> dict[str, object]:
+        return record(n, "pass", V2, test_id=test_id, ci={"job_url": f"https://ci/{test_id}/{n}"})
+
+    history.add_runs([parse_run(record(n, "pass", V2)) for n in range(2)])
+    history.add_runs([parse_run(record(4, "fail"))])
+    history.add_runs([parse_run(other(n, "tests/test_answer.py::test_sibling")) for n in (1, 3)])
+    history.add_runs([parse_run(other(2, "tests/test_elsewhere.py::test_answer"))])
+    key = "tests/test_answer.py::test_answer"
+    alone = history.history_runs(key, limit=10)
+    assert [r.same_test for r in alone] == [True, True, True]
+    scoped = history.history_runs(key, limit=10, siblings=5)
+    assert [(r.verdict, r.same_test) for r in scoped] == [
+        ("pass", True),
+        ("pass", True),
+        ("pass", False),  # the sibling's newest run only, in time order
+        ("fail", True),
+    ]
+    assert scoped[2].files == {"tests/test_answer.py": V2} and scoped[2].versions_apart == 1
+
+
+def test_retention_keeps_the_last_pass_and_the_first_failure_after_it(history: HistoryStore) -> None:
+    verdicts = ["pass", "fail", "pass", "pass", "fail", "fail", "fail", "fail", "fail"]
+    history.add_runs([parse_run(record(n, v, V2 if v == "pass" else V1)) for n, v in enumerate(verdicts)])
+    key = "tests/test_answer.py::test_answer"
+    before = history.history(key)
+    assert before is not None
+    now = datetime(2026, 1, 1, tzinfo=UTC) + timedelta(days=10)
+    counts = history.apply_retention(now, keep_days=5, keep_runs=2, dry_run=True)
+    assert counts == {"runs": 5, "failing_logs": 0, "passing_logs": 0}
+    assert len(history.history(key)["runs"]) == 9  # type: ignore[index]  # a dry run changes nothing
+    assert history.apply_retention(now, keep_days=5, keep_runs=2) == counts
+    after = history.history(key)
+    assert after is not None
+    kept = sorted(r["started_at"][11:13] for r in after["runs"])
+    assert kept == ["03", "04", "07", "08"]  # last pass (3), first failure after it (4), newest two
+    assert after["first_bad_version"] == before["first_bad_version"]
+    assert history.tests()[0]["runs"] == 4
+
+
+def test_retention_moves_a_tests_last_run_back_when_its_newest_run_goes(history: HistoryStore) -> None:
+    history.add_runs(
+        [parse_run(record(0, "pass")), parse_run(record(1, "fail")), parse_run(record(2, "skip"))]
+    )
+    now = datetime(2026, 3, 1, tzinfo=UTC)
+    assert history.apply_retention(now, keep_runs=0, keep_days=1)["runs"] == 1
+    (test,) = history.tests()
+    assert test["runs"] == 2 and test["last_run_at"].startswith("2026-01-01T01:00:00")

@@ -1,0 +1,85 @@
+"""Estimated traces packed into one compressed blob per run (DESIGN 8.1, at CI scale).
+
+A trace is ``{path: {state letter: [line, ...]}}`` (letters E/N/D). Stored as JSON it costs a
+few kilobytes per run, and a test's history page or a history-aware triage reads hundreds of
+them; packed, each state's sorted line numbers become deltas in one unsigned 32-bit array,
+behind a small JSON header naming the paths, letters and counts, all zlib-compressed. Decoding
+is C-speed (``array`` + ``accumulate``) and the blob is a fraction of the JSON's size.
+
+Only what :func:`packable` accepts is packed; anything else stays as JSON, so packing never
+loses a stored trace.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import zlib
+from array import array
+from collections.abc import Mapping, Sequence
+from itertools import accumulate, pairwise
+from typing import Any
+
+FORMAT = 1
+_MAX_LINE = 2**32 - 1
+_LEVEL = 6
+
+
+def packable(trace: Any) -> bool:
+    """Whether ``trace`` round-trips exactly: paths to letters to distinct, sorted-able line numbers."""
+    if not isinstance(trace, Mapping):
+        return False
+    for path, states in trace.items():
+        if not isinstance(path, str) or not isinstance(states, Mapping):
+            return False
+        for letter, lines in states.items():
+            if not isinstance(letter, str) or not isinstance(lines, Sequence) or isinstance(lines, str):
+                return False
+            if not all(type(n) is int and 0 <= n <= _MAX_LINE for n in lines):
+                return False
+            if any(b <= a for a, b in pairwise(lines)):
+                return False  # unsorted or repeated: sorting on the way in would change it
+    return True
+
+
+def pack_trace(trace: Mapping[str, Mapping[str, Sequence[int]]]) -> bytes:
+    """One blob for a trace that :func:`packable` accepts (``ValueError`` otherwise)."""
+    if not packable(trace):
+        raise ValueError("trace is not {path: {letter: [ascending line numbers]}}")
+    header: list[list[Any]] = []
+    numbers = array("I")
+    for path, states in trace.items():
+        counts = []
+        for letter, lines in states.items():
+            counts.append([letter, len(lines)])
+            previous = 0
+            for n in lines:
+                numbers.append(n - previous)
+                previous = n
+        header.append([path, counts])
+    if sys.byteorder != "little":
+        numbers.byteswap()
+    head = json.dumps([FORMAT, header], separators=(",", ":")).encode("utf-8")
+    return zlib.compress(len(head).to_bytes(4, "little") + head + numbers.tobytes(), _LEVEL)
+
+
+def unpack_trace(blob: bytes) -> dict[str, dict[str, list[int]]]:
+    """The trace :func:`pack_trace` packed, in its original order."""
+    raw = zlib.decompress(blob)
+    size = int.from_bytes(raw[:4], "little")
+    version, header = json.loads(raw[4 : 4 + size])
+    if version != FORMAT:
+        raise ValueError(f"unknown packed trace format {version}")
+    numbers = array("I")
+    numbers.frombytes(raw[4 + size :])
+    if sys.byteorder != "little":
+        numbers.byteswap()
+    out: dict[str, dict[str, list[int]]] = {}
+    at = 0
+    for path, counts in header:
+        states: dict[str, list[int]] = {}
+        for letter, count in counts:
+            states[letter] = list(accumulate(numbers[at : at + count]))
+            at += count
+        out[path] = states
+    return out
