@@ -13,7 +13,19 @@ import argparse
 import importlib
 import sys
 
-SUBCOMMANDS = ("trace", "triage", "ci", "eval", "corpus", "batch", "serve", "bench", "ingest", "history")
+SUBCOMMANDS = (
+    "trace",
+    "triage",
+    "ci",
+    "eval",
+    "corpus",
+    "batch",
+    "serve",
+    "bench",
+    "ingest",
+    "history",
+    "retention",
+)
 
 EXIT_OK = 0
 EXIT_FAILURE = 1

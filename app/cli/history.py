@@ -21,17 +21,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from app.cli.io import open_store
     from app.service.history_store import HistoryStore
-    from app.service.store import Store, safe_url
-    from app.settings import get_settings
 
     if args.limit < 1:
         raise UsageError("--limit must be at least 1")
-    url = args.db or get_settings().database_url
-    try:
-        store = Store.open(url)
-    except Exception as exc:
-        raise UsageError(f"cannot open the database {safe_url(url)}: {type(exc).__name__}: {exc}") from exc
+    store = open_store(args.db)
     try:
         page = HistoryStore(store).history(args.key, limit=args.limit)
     finally:

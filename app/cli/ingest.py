@@ -21,10 +21,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from app.cli.io import open_store
     from app.history.records import parse_run
     from app.service.history_store import HistoryStore
-    from app.service.store import Store, safe_url
-    from app.settings import get_settings
 
     try:
         text = args.runs.read_text(encoding="utf-8")
@@ -42,11 +41,7 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"{args.runs}:{n}: {exc}") from None
     if not records:
         raise UsageError(f"{args.runs} holds no run record")
-    url = args.db or get_settings().database_url
-    try:
-        store = Store.open(url)
-    except Exception as exc:
-        raise UsageError(f"cannot open the database {safe_url(url)}: {type(exc).__name__}: {exc}") from exc
+    store = open_store(args.db)
     try:
         created = HistoryStore(store).add_runs(records)
     finally:

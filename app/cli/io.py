@@ -11,6 +11,7 @@ from app.analysis.model import Script
 from app.cli import UsageError
 
 if TYPE_CHECKING:
+    from app.service.store import Store
     from app.settings import Settings
 
 CHUNK_BYTES = 1 << 20
@@ -40,6 +41,18 @@ def load_settings() -> Settings:
     except ValidationError as exc:
         error = exc.errors()[0]
         raise UsageError(f"invalid TCFL_* setting: {error['loc']}: {error['msg']}") from exc
+
+
+def open_store(url: str | None) -> Store:
+    """The store at ``url`` (default TCFL_DATABASE_URL, else per-user), migrated; a usage error if it
+    cannot be opened, naming the database without its password."""
+    from app.service.store import Store, safe_url
+
+    url = url or load_settings().database_url
+    try:
+        return Store.open(url)
+    except Exception as exc:
+        raise UsageError(f"cannot open the database {safe_url(url)}: {type(exc).__name__}: {exc}") from exc
 
 
 def read_bounded(stream: BinaryIO, limit: int, what: str, name: str, setting: str) -> bytes:
