@@ -1,42 +1,59 @@
-"""History at scale: build a store of T tests x R runs, then time what a history-aware triage adds.
+"""History at scale: build a store of T tests x R runs, then time the history reads and writes.
 
-Fills the ``tests``/``versions``/``runs`` tables directly (bulk inserts; every run carries an
-estimated trace, failures an error signature), then for a sample of tests times the history page
-(``HistoryStore.history``, what ``GET /v1/tests/{key}/history`` serves) and the history part of a
-triage (loading the runs with their versions and traces + ranking with them). Prints medians and
-95th percentiles in milliseconds. Run from the repository root:
+Fills ``tests``/``versions``/``runs`` directly (PostgreSQL: COPY; SQLite: bulk inserts): every
+run carries a packed estimated trace, failures (10 %) an error signature and a log. Then, for a
+sample of tests, it times in this process the history page (``HistoryStore.history``) and what
+a history-aware triage adds (loading the runs with versions, traces and sibling runs, and ranking
+with them, minus the same triage without history); over HTTP against ``tcfl serve`` on loopback
+``GET /v1/tests/{key}/history``, ``GET /v1/tests`` and ``POST /v1/runs`` (runs with scripts and
+logs, so each is analysed); and retention (dry run, then for real). Prints medians and 95th
+percentiles in milliseconds, the build time and the database size. Run from the repository root:
 
-    .venv/bin/python scripts/historybench.py --db postgresql+psycopg://postgres@127.0.0.1:5432/test \\
-        --tests 10000 --runs 500          # the issue's scale (long to build)
+    createdb -h 127.0.0.1 -U postgres histbench
+    .venv/bin/python scripts/historybench.py --db postgresql+psycopg://postgres@127.0.0.1:5432/histbench \\
+        --tests 10000 --runs 500          # the issue's scale (minutes to build)
+    dropdb -h 127.0.0.1 -U postgres histbench
     .venv/bin/python scripts/historybench.py --tests 200 --runs 100 --json   # a temporary SQLite file
+
+The database must be empty (or built by this script: ``--skip-build`` measures it again).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
+import os
 import random
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
 
-from sqlalchemy import insert
+import httpx  # noqa: E402
+from sqlalchemy import func, insert, select, text  # noqa: E402
 
-from app.analysis.model import Script
-from app.history.versions import content_hash, version_id
-from app.options import TriageOptions
-from app.rankers.history import HistoryRanker
-from app.service.history_store import HistoryStore, RunRow, TestRow, VersionRow
-from app.service.store import Store, _pack
-from app.triage import prepare
+from app.analysis.model import Script  # noqa: E402
+from app.history.packed import pack_trace  # noqa: E402
+from app.history.versions import content_hash, version_id  # noqa: E402
+from app.options import TriageOptions  # noqa: E402
+from app.rankers.history import HistoryRanker  # noqa: E402
+from app.service.history_store import HistoryStore, RunRow, TestRow, VersionRow  # noqa: E402
+from app.service.store import Store, _pack  # noqa: E402
+from app.triage import prepare  # noqa: E402
 
+PATH = "tests/test_bench.py"
 SCRIPT = "\n".join(
     [
         "import logging",
@@ -63,104 +80,273 @@ SCRIPT = "\n".join(
 )
 FAIL_LOG = (
     "INFO t: value 3\nTraceback (most recent call last):\n"
-    '  File "/ci/tests/test_bench.py", line 13, in test_case_0\n    assert value == 3\nAssertionError\n'
+    f'  File "/ci/{PATH}", line 13, in test_case_0\n    assert value == 3\nAssertionError\n'
+)
+VERSIONS = [SCRIPT.replace("helper(3)", f"helper({3 + v})") for v in range(5)]
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+TRACE_POOL = 256  # distinct traces, packed once (packing 5 M of them would time the packer)
+COLUMNS = (
+    "identity",
+    "test_id",
+    "version_id",
+    "external_id",
+    "params",
+    "verdict",
+    "started_at",
+    "env",
+    "env_fp",
+    "log_z",
+    "err_sig",
+    "error_message",
+    "trace_z",
+    "created_at",
 )
 
 
+def key_of(i: int) -> str:
+    return f"{PATH}::test_case_{i}"
+
+
 def build(store: Store, tests: int, runs: int, seed: int) -> float:
+    """Versions, tests and runs, in bulk; seconds taken."""
     started = time.perf_counter()
     rng = random.Random(seed)
-    versions = [SCRIPT.replace("helper(3)", f"helper({3 + v})") for v in range(5)]
-    lines = len(SCRIPT.splitlines())
+    vids = [version_id({PATH: t}) for t in VERSIONS]
     with store._tx() as session:
-        store._script_ids(session, versions)
-        for text in versions:
-            vid = version_id({"tests/test_bench.py": text})
-            session.execute(
-                insert(VersionRow).values(
-                    id=vid, files={"tests/test_bench.py": content_hash(text)}, created_at=datetime.now(UTC)
-                )
-            )
-    vids = [version_id({"tests/test_bench.py": t}) for t in versions]
-    t0 = datetime(2026, 1, 1, tzinfo=UTC)
-    for start in range(0, tests, 200):
-        with store._tx() as session:
+        store._script_ids(session, VERSIONS)
+        session.execute(
+            insert(VersionRow),
+            [
+                {"id": v, "files": {PATH: content_hash(t)}, "created_at": T0}
+                for v, t in zip(vids, VERSIONS, strict=True)
+            ],
+        )
+        last = T0 + timedelta(hours=runs - 1)
+        for start in range(0, tests, 1000):
             session.execute(
                 insert(TestRow),
                 [
                     {
-                        "key": f"tests/test_bench.py::test_case_{i}",
+                        "key": key_of(i),
                         "suite": "bench",
-                        "path": "tests/test_bench.py",
+                        "path": PATH,
                         "base_id": f"test_case_{i}",
-                        "created_at": t0,
+                        "created_at": T0,
+                        "last_run_at": last,
                     }
-                    for i in range(start, min(tests, start + 200))
+                    for i in range(start, min(tests, start + 1000))
                 ],
             )
-    with store._tx() as session:
-        ids = [r[0] for r in session.execute(TestRow.__table__.select().with_only_columns(TestRow.id)).all()]
+        ids = list(session.execute(select(TestRow.id).order_by(TestRow.id)).scalars())
+    lines = len(SCRIPT.splitlines())
+    traces = []
+    for _ in range(TRACE_POOL):
+        ran = sorted(rng.sample(range(1, lines + 1), lines // 2))
+        traces.append(
+            pack_trace({PATH: {"E": ran, "N": sorted(set(range(1, lines + 1)) - set(ran)), "D": []}})
+        )
     log_z = _pack(FAIL_LOG)
-    batch: list[dict] = []
-    for test_id in ids:
-        for n in range(runs):
-            fail = rng.random() < 0.1
-            ran = sorted(rng.sample(range(1, lines + 1), lines // 2))
-            batch.append(
-                {
-                    "identity": f"{test_id}:{n}",
-                    "test_id": test_id,
-                    "version_id": vids[min(4, n * 5 // runs)],
-                    "external_id": f"t{test_id}",
-                    "params": "",
-                    "verdict": "fail" if fail else "pass",
-                    "started_at": t0 + timedelta(hours=n),
-                    "env": {"TZ": "UTC"},
-                    "env_fp": "e",
-                    "pipeline": None,
-                    "job_url": None,
-                    "commit": None,
-                    "log_z": log_z if fail else None,
-                    "err_sig": "sig" if fail else None,
-                    "error_message": "AssertionError" if fail else None,
-                    "trace": {"tests/test_bench.py": {"E": ran, "N": [], "D": []}},
-                    "created_at": t0,
-                }
-            )
-            if len(batch) >= 5000:
-                with store._tx() as session:
-                    session.execute(insert(RunRow), batch)
-                batch = []
-    if batch:
-        with store._tx() as session:
-            session.execute(insert(RunRow), batch)
+
+    def rows() -> Iterator[tuple[Any, ...]]:
+        for test_id in ids:
+            for n in range(runs):
+                fail = rng.random() < 0.1
+                yield (
+                    hashlib.sha256(f"{test_id}:{n}".encode()).hexdigest(),
+                    test_id,
+                    vids[min(4, n * 5 // runs)],
+                    key_of(test_id),
+                    "",
+                    "fail" if fail else "pass",
+                    T0 + timedelta(hours=n),
+                    '{"TZ": "UTC"}',
+                    "e",
+                    log_z if fail else None,
+                    "sig" if fail else None,
+                    "AssertionError" if fail else None,
+                    traces[rng.randrange(TRACE_POOL)],
+                    T0,
+                )
+
+    if store.dialect == "postgresql":
+        _copy(store, rows())
+    else:
+        _insert(store, rows())
     return time.perf_counter() - started
 
 
-def measure(store: Store, tests: int, samples: int, seed: int) -> dict[str, dict[str, float]]:
+def _copy(store: Store, rows: Iterator[tuple[Any, ...]]) -> None:
+    raw = store.engine.raw_connection()
+    try:
+        cursor = raw.cursor()
+        with cursor.copy(f"COPY runs ({', '.join(COLUMNS)}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
+        raw.commit()
+        cursor.execute("ANALYZE runs")
+        cursor.execute("ANALYZE tests")
+        raw.commit()
+    finally:
+        raw.close()
+
+
+def _insert(store: Store, rows: Iterator[tuple[Any, ...]]) -> None:
+    batch: list[dict[str, Any]] = []
+    for row in rows:
+        item = dict(zip(COLUMNS, row, strict=True))
+        item["env"] = json.loads(item["env"])
+        batch.append(item)
+        if len(batch) >= 5000:
+            with store._tx() as session:
+                session.execute(insert(RunRow), batch)
+            batch = []
+    if batch:
+        with store._tx() as session:
+            session.execute(insert(RunRow), batch)
+
+
+def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    t = time.perf_counter()
+    out = fn()
+    return (time.perf_counter() - t) * 1000, out
+
+
+def measure_inprocess(store: Store, tests: int, samples: int, seed: int) -> dict[str, Any]:
     rng = random.Random(seed + 1)
     history = HistoryStore(store)
-    page_ms, triage_ms = [], []
     ranker = HistoryRanker()
-    request = prepare([Script("tests/test_bench.py", versions_last())], FAIL_LOG, _options())
+    request = prepare(
+        [Script(PATH, VERSIONS[-1])], FAIL_LOG, TriageOptions(level="block", k=5, ranker="history")
+    )
+    page, added, load, used = [], [], [], []
     for _ in range(samples):
-        key = f"tests/test_bench.py::test_case_{rng.randrange(tests)}"
+        key = key_of(rng.randrange(tests))
+        page.append(_timed(lambda key=key: history.history(key))[0])
+        static_ms, _ = _timed(lambda: asyncio.run(ranker.rank(request, 5)))
         t = time.perf_counter()
-        history.history(key)
-        page_ms.append((time.perf_counter() - t) * 1000)
-        t = time.perf_counter()
-        runs = tuple(history.history_runs(key, limit=30))
+        runs = tuple(history.history_runs(key, limit=30, siblings=5))
+        load.append((time.perf_counter() - t) * 1000)
         asyncio.run(ranker.rank(replace(request, history=runs), 5))
-        triage_ms.append((time.perf_counter() - t) * 1000)
-    return {"history_page_ms": _stats(page_ms), "history_triage_extra_ms": _stats(triage_ms)}
+        added.append((time.perf_counter() - t) * 1000 - static_ms)
+        used.append(len(runs))
+    return {
+        "history_page_ms": _stats(page),
+        "history_triage_added_ms": _stats(added),
+        "history_load_ms": _stats(load),
+        "history_runs_used": max(used),
+    }
 
 
-def versions_last() -> str:
-    return SCRIPT.replace("helper(3)", "helper(7)")
+@contextmanager
+def serve(url: str, workdir: Path) -> Iterator[str]:
+    """``tcfl serve`` on a free loopback port, on the bench database."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TCFL_")}
+    env.update(TCFL_DATABASE_URL=url, TCFL_MAX_CASES_PER_BATCH="100")
+    log = (workdir / "serve.log").open("wb")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "app.cli",
+            "serve",
+            "--port",
+            str(port),
+            "--workers-off",
+            "--log-level",
+            "warning",
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError((workdir / "serve.log").read_text())
+            try:
+                if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("tcfl serve did not start")
+            time.sleep(0.2)
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(30)
+        log.close()
 
 
-def _options() -> TriageOptions:
-    return TriageOptions(level="block", k=5, ranker="history")
+def measure_http(base: str, tests: int, samples: int, seed: int, post_runs: int) -> dict[str, Any]:
+    rng = random.Random(seed + 2)
+    page, listing = [], []
+    with httpx.Client(base_url=base, timeout=120) as client:
+        for _ in range(samples):
+            key = key_of(rng.randrange(tests))
+            ms, response = _timed(lambda key=key: client.get(f"/v1/tests/{key}/history"))
+            response.raise_for_status()
+            page.append(ms)
+            ms, response = _timed(lambda: client.get("/v1/tests", params={"limit": 100}))
+            response.raise_for_status()
+            listing.append(ms)
+        batch = 20
+        started = time.perf_counter()
+        for start in range(0, post_runs, batch):
+            body = [
+                {
+                    "test_id": key_of(rng.randrange(tests)),
+                    "verdict": "fail" if n % 10 == 0 else "pass",
+                    "started_at": (T0 + timedelta(days=60, seconds=n)).isoformat(),
+                    "ci": {"job_url": f"https://ci/bench/{seed}/{n}"},
+                    "scripts": [{"path": PATH, "content": VERSIONS[-1]}],
+                    "log": FAIL_LOG if n % 10 == 0 else "INFO t: value 7\n",
+                }
+                for n in range(start, min(post_runs, start + batch))
+            ]
+            client.post("/v1/runs", json={"runs": body}).raise_for_status()
+        rate = post_runs / (time.perf_counter() - started)
+    return {
+        "http_history_page_ms": _stats(page),
+        "http_tests_list_ms": _stats(listing),
+        "http_post_runs_per_s": round(rate, 1),
+    }
+
+
+def measure_retention(store: Store, runs: int) -> dict[str, Any]:
+    """Retention as scheduled a year on: keep 180 days or the newest 80 % of each test's runs."""
+    history = HistoryStore(store)
+    now = T0 + timedelta(days=400)
+    keep = max(1, runs * 4 // 5)
+    dry_ms, would = _timed(lambda: history.apply_retention(now, keep_runs=keep, dry_run=True))
+    real_ms, done = _timed(lambda: history.apply_retention(now, keep_runs=keep))
+    return {
+        "retention_keep_runs": keep,
+        "retention_dry_run_s": round(dry_ms / 1000, 2),
+        "retention_s": round(real_ms / 1000, 2),
+        "retention_dropped": done,
+        "retention_dry_run_matches": would == done,
+    }
+
+
+def db_size_mb(store: Store, url: str) -> float:
+    if store.dialect == "postgresql":
+        with store.engine.connect() as conn:
+            return round(
+                conn.execute(text("SELECT pg_database_size(current_database())")).scalar_one() / 2**20, 1
+            )
+    database = store.engine.url.database or ""
+    return round(
+        sum(os.path.getsize(p) for p in (database, database + "-wal") if os.path.exists(p)) / 2**20, 1
+    )
 
 
 def _stats(values: list[float]) -> dict[str, float]:
@@ -176,19 +362,34 @@ def main() -> int:
     parser.add_argument("--db", help="database URL (default: a temporary SQLite file)")
     parser.add_argument("--tests", type=int, default=200)
     parser.add_argument("--runs", type=int, default=100)
-    parser.add_argument("--samples", type=int, default=20)
+    parser.add_argument("--samples", type=int, default=40)
+    parser.add_argument("--post-runs", type=int, default=200, help="runs to POST for the ingest rate")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--skip-build", action="store_true", help="measure a store this script built before")
+    parser.add_argument("--no-retention", action="store_true", help="leave the store as built")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    report: dict[str, Any] = {"tests": args.tests, "runs_per_test": args.runs}
     with tempfile.TemporaryDirectory() as scratch:
         url = args.db or f"sqlite:///{Path(scratch) / 'bench.db'}"
         store = Store.open(url)
         try:
-            seconds = build(store, args.tests, args.runs, args.seed)
-            figures = measure(store, args.tests, args.samples, args.seed)
+            with store._tx() as session:
+                present = session.execute(select(func.count(TestRow.id))).scalar_one()
+            if args.skip_build:
+                report["build_s"] = None
+            elif present:
+                parser.error("the database already holds tests: give an empty one, or --skip-build")
+            else:
+                report["build_s"] = round(build(store, args.tests, args.runs, args.seed), 1)
+            report["db_mb"] = db_size_mb(store, url)
+            report.update(measure_inprocess(store, args.tests, args.samples, args.seed))
+            with serve(url, Path(scratch)) as base:
+                report.update(measure_http(base, args.tests, args.samples, args.seed, args.post_runs))
+            if not args.no_retention:
+                report.update(measure_retention(store, args.runs))
         finally:
             store.close()
-    report = {"tests": args.tests, "runs_per_test": args.runs, "build_s": round(seconds, 1), **figures}
     if args.json:
         print(json.dumps(report, indent=1))
     else:
