@@ -30,6 +30,7 @@ from sqlalchemy import (
     func,
     or_,
     select,
+    text,
     union,
     union_all,
     update,
@@ -38,7 +39,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from app.analysis.logparse import parse_log
-from app.analysis.model import State
+from app.analysis.model import Loc, State
 from app.analysis.pipeline import analyze
 from app.history.packed import pack_trace, packable, unpack_trace
 from app.history.rank import HistoryRun
@@ -125,9 +126,9 @@ def _facts(record: RunRecord) -> tuple[str | None, str | None, dict[str, Any] | 
             for f in analysis.program.files:
                 states: dict[str, list[int]] = {"E": [], "N": [], "D": []}
                 for n in sorted(f.code_lines):
-                    ev = tplus.evidence.get(_loc(f.path, n))
+                    ev = tplus.evidence.get(Loc(f.path, n))
                     state = ev.state if ev is not None else None
-                    kept = _loc(f.path, n) in tplus.kept
+                    kept = Loc(f.path, n) in tplus.kept
                     if state == State.EXE or (state is None and kept):
                         states["E" if state == State.EXE else "D"].append(n)
                     elif state == State.DBT:
@@ -153,12 +154,6 @@ def _facts(record: RunRecord) -> tuple[str | None, str | None, dict[str, Any] | 
         parsed.error_message[:2000],
         None,
     )
-
-
-def _loc(path: str, line: int) -> Any:
-    from app.analysis.model import Loc
-
-    return Loc(path, line)
 
 
 class _Lru:
@@ -462,6 +457,8 @@ class HistoryStore:
             RunRow.started_at < now - timedelta(days=passing_log_days),
         )
         with self.store._tx() as session:
+            if self.store.dialect == "postgresql":  # the window sorts fit in memory, not on disk
+                session.execute(text("SET LOCAL work_mem = '64MB'"))
             if dry_run:
                 counts = [
                     session.execute(select(func.count()).select_from(doomed.subquery())).scalar_one(),
@@ -540,7 +537,7 @@ class HistoryStore:
         for same, r in rows:
             trace = unpack_trace(r.trace_z) if r.trace_z is not None else r.trace
             states = {
-                _loc(path, n): _STATE_OF[letter]
+                Loc(path, n): _STATE_OF[letter]
                 for path, by_state in (trace or {}).items()
                 for letter, lines in by_state.items()
                 if letter in _STATE_OF
