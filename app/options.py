@@ -23,6 +23,18 @@ PROMPT_STYLES: tuple[str, ...] = ("full", "paper")  # as app.localize.prompts.PR
 RANKERS: tuple[str, ...] = ("auto", "llm", "heuristic")  # the built-in names; app.rankers has them all
 
 
+MAX_HISTORY_WINDOW = 500
+
+
+def check_window(window: Any, k: Any) -> None:
+    """The one rule for the CI-history window and k (options record, API, CLI alike)."""
+    for name, v, low in (("window", window, 1), ("k", k, 0)):
+        if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= MAX_HISTORY_WINDOW:
+            raise ValueError(
+                f"history {name} must be an integer from {low} to {MAX_HISTORY_WINDOW}, got {v!r}"
+            )
+
+
 @dataclass(frozen=True)
 class TriageOptions:
     level: str = "block"
@@ -37,6 +49,8 @@ class TriageOptions:
     disabled_channels: frozenset[str] = frozenset()  # evidence channels switched off (ablation)
     prompt_style: str = "full"  # "full": error, script frames and a log window; "paper": Figure 4 exactly
     prompt_budget: int = 400  # tokens of failure context beyond the error message ("full" style)
+    history_window: int = 30  # CI history: the test's newest runs read (history ranker)
+    history_k: int = 0  # CI history: runs kept by FDC selection; 0 = every run of the window
 
     def validated(self) -> TriageOptions:
         """A copy with the trace name made canonical; ``ValueError`` naming the bad option otherwise."""
@@ -65,6 +79,7 @@ class TriageOptions:
             or self.prompt_budget < 0
         ):
             raise ValueError(f"prompt_budget must be an integer >= 0 (tokens), got {self.prompt_budget!r}")
+        check_window(self.history_window, self.history_k)
         if self.log_format:
             from app.analysis.logparse import check_prefix_format
 
@@ -121,6 +136,8 @@ def resolve_options(
     log_format: str | None = None,
     prompt_style: str | None = None,
     prompt_budget: int | None = None,
+    history_window: int | None = None,
+    history_k: int | None = None,
 ) -> TriageOptions:
     """Defaults < settings < the caller's values (None = not given); validated, ``ValueError`` if bad.
 
@@ -149,6 +166,8 @@ def resolve_options(
         "log_format": log_format or None,
         "prompt_style": prompt_style,
         "prompt_budget": prompt_budget,
+        "history_window": history_window,
+        "history_k": history_k,
     }
     options = replace(
         base,

@@ -63,6 +63,9 @@ def check_batch_size(count: int, settings: Settings) -> None:
 def to_case(request: TriageRequest, settings: Settings, *, where: str = "") -> Submission:
     """Check limits, resolve defaults from settings, and check the options the pipeline will get."""
     check_limits(request, settings, where=where)
+    if where and (request.test is not None or request.history is not None):
+        # batch items (their ``where`` names the item) run in the background worker, without history
+        raise InvalidInput(f"{where}test and history apply to POST /v1/triage only, not to batches")
     try:
         resolved = resolve_options(
             settings,

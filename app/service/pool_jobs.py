@@ -10,6 +10,7 @@ import gc
 import time
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
 from app.analysis import snapshot
 from app.analysis.limits import CostLimits, check_text, check_tree
@@ -49,6 +50,26 @@ def static_with_snapshot(
     stores with the result, so that the dashboard never analyses a stored failure again."""
     done, request = _static(scripts, log, options, limits, model_configured, explain=True)
     return done, snapshot.build(request.analysis, request.rendered, log)
+
+
+def static_with_history(
+    scripts: Sequence[Script],
+    log: str,
+    options: TriageOptions,
+    limits: CostLimits | None,
+    history: Sequence[Any],
+    choice: Any,
+) -> tuple[TriageResult, snapshot.Snapshot, dict[str, Any]]:
+    """The history-aware triage (``app.history.surface``) with its snapshot; no model is asked."""
+    from app.history.surface import triage_with_history
+
+    try:
+        if limits is not None:
+            check_cost(scripts, log, limits)
+        result, request, section = triage_with_history(scripts, log, options, history, choice)
+        return result, snapshot.build(request.analysis, request.rendered, log), section
+    finally:
+        gc.collect()
 
 
 def _static(

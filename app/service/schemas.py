@@ -64,6 +64,15 @@ class ScriptIn(BaseModel):
     _content = field_validator("content")(_check_unicode)
 
 
+class HistoryWindow(BaseModel):
+    """How much CI history a triage reads: the newest ``window`` runs, ``k`` of them kept (0 = all)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    window: int | None = Field(None, ge=1, le=500, description="Newest runs read; default 30.")
+    k: int | None = Field(None, ge=0, le=500, description="Runs kept by FDC selection; 0 = all.")
+
+
 class TriageRequest(BaseModel):
     """One failing test: its script(s) and the log of the failed run."""
 
@@ -107,8 +116,20 @@ class TriageRequest(BaseModel):
         description="Your label for the test (CI job, test name); filterable in listings.",
     )
 
+    test: str | None = Field(
+        None,
+        max_length=1100,
+        description="The failing test's key in the CI history (POST /v1/runs, tcfl ci --db): its "
+        "recorded runs are fused into the ranking (history ranker) unless history is off.",
+    )
+    history: Literal["auto", "off"] | HistoryWindow | None = Field(
+        None,
+        description='With test: "auto" (default), "off", or {"window": n, "k": n}. Single triage only.',
+    )
+
     _log = field_validator("log")(_check_unicode)
     _test_id = field_validator("test_id")(_check_label)
+    _test = field_validator("test")(_check_label)
 
     @field_validator("trace")
     @classmethod

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Path, Query
 
+from app.service import history_triage
 from app.service.cases import InvalidInput, LimitExceeded, to_case
 from app.service.deps import RuntimeDep
 from app.service.pool import PoolUnavailable
@@ -39,7 +40,7 @@ async def create_triage(body: TriageRequest, runtime: RuntimeDep) -> dict[str, A
     inflight = runtime.leases.inflight if runtime.leases is not None else set()
     inflight.add(request_id)
     try:
-        data = await runtime.runner(case)
+        data = await history_triage.run(runtime, case, body)  # the plain runner unless history applies
     except ValueError as exc:  # AnalysisRejected too: a limit the input exceeded
         await asyncio.to_thread(runtime.store.fail_request, request_id, str(exc))
         raise HTTPException(422, str(exc)) from None

@@ -1,0 +1,249 @@
+"""What users see of a test's CI history (DESIGN 8.5): pure functions, no I/O.
+
+The history-aware triage adds a history section to its result (runs used, classification, first
+bad version with the changed hunks) and, per ranked element, the posterior and what each history
+channel contributed; the spectrum view shows the counts behind the Ochiai channel; the dashboard
+draws channel bars from those contributions. The service and the CLI only fetch runs and call
+these.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from app.analysis.model import Analysis, Block, Loc, State
+from app.history.rank import HistoryRun, line_states
+from app.history.records import env_fingerprint
+from app.history.selection import select_fdc
+from app.history.signatures import Run, classify, err_sig, first_bad_version, is_flaky
+from app.history.spectrum import FORMULAS, RunTrace, map_states, scores, spectrum
+from app.history.versions import hunks, map_lines, version_id
+from app.options import check_window
+
+HISTORY_CHANNELS: tuple[str, ...] = ("spectrum", "cp", "diff", "history_value")
+BAR_STEPS = 20  # bar widths in 5 % steps: the page's CSS has one class per step (no inline styles)
+
+
+@dataclass(frozen=True)
+class HistoryChoice:
+    """What a request asked of the history: ``auto`` or ``off``, how many runs, how many to keep."""
+
+    mode: str = "auto"
+    window: int = 30  # the newest runs read from the store
+    k: int = 0  # runs kept by FDC selection (002); 0 keeps every run of the window
+
+
+def parse_history(value: Any, *, window: int, k: int) -> HistoryChoice:
+    """``auto`` | ``off`` | ``{"window": n, "k": n}`` (defaults from the options); ``ValueError`` if bad."""
+    if value is None or value == "auto":
+        return HistoryChoice("auto", window, k)
+    if value == "off":
+        return HistoryChoice("off", window, k)
+    if isinstance(value, Mapping):
+        unknown = sorted(set(value) - {"window", "k"})
+        if unknown:
+            raise ValueError(f"history: unknown field(s) {', '.join(unknown)}; use window and k")
+        w, kk = value.get("window", window), value.get("k", k)
+        check_window(w, kk)
+        return HistoryChoice("auto", int(w), int(kk))
+    raise ValueError('history must be "auto", "off" or {"window": n, "k": n}')
+
+
+def select_runs(history: Sequence[HistoryRun], analysis: Analysis, k: int) -> tuple[HistoryRun, ...]:
+    """The ``k`` runs that best cover and split what the failure ran (002's greedy FDC), oldest first.
+
+    Coverage is compared in the failure's lines, each run's trace mapped onto them first.
+    """
+    if k <= 0 or len(history) <= k:
+        return tuple(history)
+    target = {f.path: f.lines for f in analysis.program.files}
+    failing = frozenset(loc for loc, s in line_states(analysis).items() if s != State.NEXE)
+    candidates = {}
+    for i, h in enumerate(history):
+        maps = {p: map_lines(h.files[p].splitlines(), list(target[p])) for p in target if p in h.files}
+        ran = map_states(h.states, maps)
+        candidates[str(i)] = frozenset(loc for loc, s in ran.items() if s != State.NEXE)
+    chosen = {int(i) for i in select_fdc(candidates, failing, k)}
+    return tuple(h for i, h in enumerate(history) if i in chosen)
+
+
+def failure_signature(analysis: Analysis) -> str:
+    """err_sig of the failure being triaged, computed as ingestion computes it for stored runs."""
+    frame = analysis.error_frames[-1] if analysis.error_frames else None
+    code = None
+    if frame is not None:
+        lines = next((f.lines for f in analysis.program.files if f.path == frame.path), ())
+        code = lines[frame.line - 1] if 0 < frame.line <= len(lines) else None
+    return err_sig(analysis.log.error_message, frame.function if frame else None, code)
+
+
+def history_section(
+    history: Sequence[HistoryRun],
+    used: Sequence[HistoryRun],
+    files: Mapping[str, str],
+    signature: str,
+    choice: HistoryChoice,
+) -> dict[str, Any]:
+    """The result's ``history``: runs read and used, classification, first bad version with hunks.
+
+    ``files`` is the failing version; the failure's environment is taken as that of the newest
+    run of the same version (the request carries none), so flakiness compares like with like.
+    """
+    current_version = version_id(files)
+    files_of = {version_id(h.files): h.files for h in history}
+    files_of.setdefault(current_version, files)
+    same = [h.env for h in history if version_id(h.files) == current_version and h.same_test]
+    runs = [Run(h.verdict, version_id(h.files), h.env, h.err_sig) for h in history if h.same_test]
+    current = Run("fail", current_version, same[-1] if same else env_fingerprint({}), signature)
+    order = list(dict.fromkeys([*(r.version for r in runs), current_version]))
+    found = first_bad_version(runs, current, order)
+    changed: list[dict[str, Any]] = []
+    if found.last_good is not None and found.script_changed:
+        old, new = files_of.get(found.last_good, {}), files_of.get(found.first_bad or current_version, files)
+        for path, text in new.items():
+            changed.extend(
+                h.to_dict() for h in hunks(path, old.get(path, "").splitlines(), text.splitlines())
+            )
+    return {
+        "runs_read": len(history),
+        "runs_used": len(used),
+        "window": choice.window,
+        "k": choice.k,
+        "version": current_version,
+        "err_sig": signature,
+        "classification": classify(runs, current),
+        "flaky": is_flaky(runs, current),
+        "first_bad_version": {
+            "last_good": found.last_good,
+            "first_bad": found.first_bad,
+            "between": list(found.between),
+            "script_changed": found.script_changed,
+            "note": found.note,
+            "hunks": changed,
+        },
+    }
+
+
+def element_channels(item: Mapping[str, Any]) -> dict[str, Any]:
+    """A ranked element's posterior and each history channel's log-likelihood term.
+
+    The history ranker scores an element by its fused logit and records every positive channel
+    term as evidence, so both come from the stored result alone (older results included).
+    """
+    channels: dict[str, float] = {}
+    for ev in item.get("evidence") or ():
+        channel, weight = ev.get("channel"), ev.get("weight")
+        if channel in HISTORY_CHANNELS and isinstance(weight, int | float) and weight > 0:
+            channels[channel] = round(channels.get(channel, 0.0) + float(weight), 4)
+    score = item.get("score")
+    posterior = None
+    if isinstance(score, int | float) and channels:
+        posterior = round(1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, float(score))))), 4)
+    return {"posterior": posterior, "channels": channels}
+
+
+@dataclass(frozen=True)
+class Bar:
+    channel: str
+    weight: float
+    step: int  # width in BAR_STEPS-ths of the widest channel of the page, at least 1
+
+
+def channel_bars(channels: Mapping[str, float], widest: float) -> list[Bar]:
+    """Bars scaled to ``widest`` (the largest term shown on the page); zero terms get no bar."""
+    if widest <= 0:
+        return []
+    bars = []
+    for channel, weight in sorted(channels.items(), key=lambda kv: -kv[1]):
+        if weight > 0:
+            bars.append(Bar(channel, weight, max(1, min(BAR_STEPS, round(BAR_STEPS * weight / widest)))))
+    return bars
+
+
+def spectrum_rows(
+    history: Sequence[HistoryRun],
+    files: Mapping[str, str],
+    code_lines: Mapping[str, Sequence[int]],
+    blocks: Sequence[Block] = (),
+) -> list[dict[str, Any]]:
+    """Per line (or per block, when ``blocks`` are given) of ``files``: weighted counts and scores.
+
+    Each run counts in the target version's lines through the line map, weighted by how many
+    versions lie between (as the fused ranking counts them); flaky failures leave the failing set.
+    A block's counts are its best line's (DESIGN 8.2: blocks take the max).
+    """
+    from app.history.selection import run_weight
+
+    target_version = version_id(files)
+    order = list(dict.fromkeys([*(version_id(h.files) for h in history), target_version]))
+    last = order.index(target_version)
+    prior: list[Run] = []
+    traces = []
+    for h in history:
+        maps = {p: map_lines(h.files[p].splitlines(), files[p].splitlines()) for p in files if p in h.files}
+        run = Run(h.verdict, version_id(h.files), h.env, h.err_sig)
+        flaky = h.verdict in ("fail", "error") and is_flaky(prior, run)
+        prior.append(run)
+        apart = max(0, last - order.index(version_id(h.files)))
+        traces.append(RunTrace(h.verdict, map_states(h.states, maps), run_weight(apart), flaky))
+    lines = [Loc(p, n) for p in files for n in code_lines.get(p, ())]
+    counts = spectrum(traces, lines)
+    by_formula = {name: scores(counts, name) for name in FORMULAS}
+
+    def row(loc: Loc) -> dict[str, Any]:
+        c = counts[loc]
+        return {
+            "ef": round(c.aef, 4),
+            "ep": round(c.aep, 4),
+            "nf": round(c.anf, 4),
+            "np": round(c.anp, 4),
+            "scores": {name: _finite(s[loc]) for name, s in by_formula.items()},
+        }
+
+    if not blocks:
+        return [{"path": loc.path, "line": loc.line, **row(loc)} for loc in lines]
+    out = []
+    for b in blocks:
+        members = [Loc(b.path, n) for n in range(b.start_line, b.end_line + 1) if Loc(b.path, n) in counts]
+        if members:
+            best = max(members, key=lambda loc: (by_formula["ochiai"][loc], -loc.line))
+            out.append(
+                {
+                    "block": b.bid,
+                    "path": b.path,
+                    "start_line": b.start_line,
+                    "end_line": b.end_line,
+                    **row(best),
+                }
+            )
+    return out
+
+
+def _finite(value: float) -> float | None:
+    """JSON has no infinity: DStar's unbounded score (no pass, no miss) is given as null."""
+    return round(value, 6) if math.isfinite(value) else None
+
+
+def triage_with_history(
+    scripts: Sequence[Any], log: str, options: Any, history: Sequence[HistoryRun], choice: HistoryChoice
+) -> tuple[Any, Any, dict[str, Any]]:
+    """The history ranker's triage of one failure: (TriageResult, its RankRequest, history section).
+
+    No model is asked: the history ranker fuses the static ranking with the selected runs.
+    """
+    import asyncio
+    import time
+    from dataclasses import replace
+
+    from app.triage import prepare, rank
+
+    started = time.perf_counter()
+    request = prepare(scripts, log, replace(options, ranker="history"), explain=True)
+    used = select_runs(history, request.analysis, choice.k)
+    result = asyncio.run(rank(replace(request, history=tuple(used)), client=None, started=started))
+    files = {s.path: s.content for s in scripts}
+    section = history_section(history, used, files, failure_signature(request.analysis), choice)
+    return result, request, section

@@ -1,0 +1,102 @@
+"""History where users see it, over HTTP on loopback: triage with a test's history, spectra."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import httpx
+
+from tests.service.helpers import example_body
+
+GOOD = '''def helper(x):
+    return x * 2
+
+
+def test_answer():
+    value = helper(21)
+    print("value", value)
+    assert value == 42
+
+
+if __name__ == "__main__":
+    test_answer()
+'''
+BAD = GOOD.replace("return x * 2\n", "return x * 2 + 1\n")
+
+
+def real_log(script: str, tmp: Path) -> str:
+    """The script run for real: its output and, when it fails, the traceback."""
+    folder = tmp / uuid.uuid4().hex
+    folder.mkdir()
+    (folder / "t.py").write_text(script)
+    done = subprocess.run([sys.executable, "t.py"], cwd=folder, capture_output=True, text=True, timeout=60)
+    return done.stdout + done.stderr
+
+
+def record_history(api: httpx.Client, tmp: Path) -> tuple[str, dict[str, str]]:
+    """Three passes of the good version, then two failures of the edited one; the key and logs."""
+    key = f"t.py::test_answer_{uuid.uuid4().hex[:8]}"
+    logs = {"good": real_log(GOOD, tmp), "bad": real_log(BAD, tmp)}
+    runs = []
+    for n, (script, verdict) in enumerate([(GOOD, "pass")] * 3 + [(BAD, "fail")] * 2):
+        runs.append(
+            {
+                "test_id": key,
+                "verdict": verdict,
+                "started_at": f"2026-03-01T00:{n:02d}:00Z",
+                "env": {"python": "3.12"},
+                "ci": {"job_url": f"https://ci/{key}/{n}", "commit": f"{n:040x}"},
+                "scripts": [{"path": "t.py", "content": script}],
+                "log": logs["good" if verdict == "pass" else "bad"],
+            }
+        )
+    created = api.post("/v1/runs", json={"runs": runs})
+    assert created.status_code == 201, created.text
+    return key, logs
+
+
+def test_triage_with_history_fuses_the_runs(api: httpx.Client, tmp_path: Path) -> None:
+    key, logs = record_history(api, tmp_path)
+    assert "AssertionError" in logs["bad"] and "value 42" in logs["good"]
+    body = {"scripts": [{"path": "t.py", "content": BAD}], "log": logs["bad"], "ranker": "heuristic"}
+    plain = api.post("/v1/triage", json=body).json()
+    assert "history" not in plain
+    found = api.post("/v1/triage", json={**body, "test": key, "level": "line"})
+    assert found.status_code == 200, found.text
+    result = found.json()
+    assert result["ranker"] == "history"
+    history = result["history"]
+    assert history["test"] == key and history["runs_read"] == 5 and history["runs_used"] == 5
+    assert history["classification"] == "recurring" and history["flaky"] is False
+    first_bad = history["first_bad_version"]
+    assert first_bad["script_changed"] and first_bad["first_bad"] == history["version"]
+    assert [h["new_lines"] for h in first_bad["hunks"]] == [["    return x * 2 + 1"]]
+    # the edited line ran only in failures and changed since the last pass: it leads, diff and spectrum say why
+    top = result["ranking"][0]
+    assert (top["start_line"], top["path"]) == (2, "t.py")
+    assert {"diff", "spectrum"} <= set(top["history"]["channels"])
+    assert 0 < top["history"]["posterior"] <= 1
+    stored = api.get(f"/v1/triage/{result['id']}").json()
+    assert stored["history"] == history  # kept with the result
+    off = api.post("/v1/triage", json={**body, "test": key, "history": "off"}).json()
+    assert off["ranker"] == "heuristic" and "history" not in off
+    few = api.post("/v1/triage", json={**body, "test": key, "history": {"window": 4, "k": 2}}).json()
+    assert (few["history"]["runs_read"], few["history"]["runs_used"]) == (4, 2)
+
+
+def test_triage_history_edge_cases_answer_clearly(api: httpx.Client) -> None:
+    body = example_body(ranker="heuristic")
+    unknown = api.post("/v1/triage", json={**body, "test": "never::recorded"})
+    assert unknown.status_code == 200
+    assert unknown.json()["history"]["runs_used"] == 0
+    assert any("no CI history" in w for w in unknown.json()["warnings"])
+    for bad in ({"window": 0}, {"k": -1}, {"window": 10, "z": 1}, "sometimes"):
+        answer = api.post("/v1/triage", json={**body, "test": "x", "history": bad})
+        assert answer.status_code == 422, (bad, answer.text)
+    batch = api.post("/v1/batches", json={"cases": [{**body, "test": "x"}]})
+    assert batch.status_code == 422 and "cases[0]: test and history apply to POST /v1/triage only" in (
+        batch.json()["detail"]
+    )
