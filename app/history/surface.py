@@ -247,3 +247,33 @@ def triage_with_history(
     files = {s.path: s.content for s in scripts}
     section = history_section(history, used, files, failure_signature(request.analysis), choice)
     return result, request, section
+
+
+def spectrum_view(history: Sequence[HistoryRun], version: str | None, level: str) -> dict[str, Any] | None:
+    """``GET /v1/tests/{key}/spectrum``: counts and scores over ``version`` (default: the newest).
+
+    None when no run with a trace has that version (its text is known only through its runs).
+    """
+    from app.analysis.model import Script
+    from app.analysis.pipeline import analyze
+
+    by_version = {version_id(h.files): h.files for h in history if h.same_test}
+    if not by_version:
+        return None
+    target = version or list(by_version)[-1]
+    files = by_version.get(target)
+    if files is None:
+        return None
+    analysis = analyze([Script(p, c) for p, c in files.items()], "")
+    code_lines = {f.path: sorted(f.code_lines) for f in analysis.program.files}
+    blocks = analysis.blocks if level == "block" else ()
+    verdicts = [h.verdict for h in history if h.same_test]
+    return {
+        "version": target,
+        "level": level,
+        "runs": len(verdicts),
+        "failing_runs": sum(v in ("fail", "error") for v in verdicts),
+        "passing_runs": verdicts.count("pass"),
+        "formulas": list(FORMULAS),
+        "elements": spectrum_rows(history, files, code_lines, blocks),
+    }

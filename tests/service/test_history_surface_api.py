@@ -8,6 +8,7 @@ import uuid
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.service.helpers import example_body
 
@@ -74,7 +75,7 @@ def test_triage_with_history_fuses_the_runs(api: httpx.Client, tmp_path: Path) -
     first_bad = history["first_bad_version"]
     assert first_bad["script_changed"] and first_bad["first_bad"] == history["version"]
     assert [h["new_lines"] for h in first_bad["hunks"]] == [["    return x * 2 + 1"]]
-    # the edited line ran only in failures and changed since the last pass: it leads, diff and spectrum say why
+    # the edited line ran only in failures and changed since the last pass: it leads, by diff and spectrum
     top = result["ranking"][0]
     assert (top["start_line"], top["path"]) == (2, "t.py")
     assert {"diff", "spectrum"} <= set(top["history"]["channels"])
@@ -100,3 +101,27 @@ def test_triage_history_edge_cases_answer_clearly(api: httpx.Client) -> None:
     assert batch.status_code == 422 and "cases[0]: test and history apply to POST /v1/triage only" in (
         batch.json()["detail"]
     )
+
+
+def test_spectrum_counts_the_runs_on_the_current_version(api: httpx.Client, tmp_path: Path) -> None:
+    key, _ = record_history(api, tmp_path)
+    page = api.get(f"/v1/tests/{key}/spectrum")
+    assert page.status_code == 200, page.text
+    body = page.json()
+    assert (body["runs"], body["failing_runs"], body["passing_runs"]) == (5, 2, 3)
+    rows = {r["line"]: r for r in body["elements"]}
+    edited, shared = rows[2], rows[6]
+    # the edited line: the passes ran its old text, which does not count for the new one
+    assert edited["ef"] == 2 and edited["ep"] == 0 and edited["scores"]["ochiai"] == 1.0
+    # a line both versions share: the passes count, each one version older at weight 0.5^(1/2)
+    assert shared["ef"] == 2 and shared["ep"] == pytest.approx(3 * 0.5**0.5, abs=1e-3)
+    assert 0 < shared["scores"]["ochiai"] < 1.0
+    blocks = api.get(f"/v1/tests/{key}/spectrum", params={"level": "block"}).json()["elements"]
+    top = max(blocks, key=lambda b: b["scores"]["ochiai"])
+    assert top["start_line"] <= 2 <= top["end_line"]
+    versions = api.get(f"/v1/tests/{key}/history").json()["versions"]
+    old = api.get(f"/v1/tests/{key}/spectrum", params={"version": versions[0]}).json()
+    assert old["version"] == versions[0] and {r["line"]: r for r in old["elements"]}[2]["ep"] == 3
+    assert api.get(f"/v1/tests/{key}/spectrum", params={"version": "0" * 16}).status_code == 404
+    assert api.get("/v1/tests/never::seen/spectrum").status_code == 404
+    assert api.get(f"/v1/tests/{key}/spectrum", params={"level": "function"}).status_code == 422

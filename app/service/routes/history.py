@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, HTTPException, Query, Request
 
 from app.history.records import RunRecord, parse_run
+from app.history.surface import spectrum_view
 from app.service.deps import RuntimeDep
 from app.service.history_store import HistoryStore
 from app.service.routes.triage import ERRORS
@@ -114,3 +115,28 @@ async def signatures(
     """Failures grouped by error signature across tests, largest groups first."""
     items = await asyncio.to_thread(HistoryStore(runtime.store).signatures, limit=limit)
     return {"items": items}
+
+
+@router.get(
+    "/v1/tests/{key:path}/spectrum", responses={**ERRORS, 404: {"description": "No such test or version"}}
+)
+async def test_spectrum(
+    key: str,
+    runtime: RuntimeDep,
+    version: Annotated[
+        str | None, Query(max_length=64, description="Script version id; default the newest")
+    ] = None,
+    level: Literal["line", "block"] = "line",
+    window: Annotated[int, Query(ge=1, le=500, description="Newest runs with a trace to count")] = 200,
+) -> dict[str, Any]:
+    """Per line or block of a script version: the weighted counts (ef, ep, nf, np) and the scores."""
+
+    def build() -> dict[str, Any] | None:
+        runs = HistoryStore(runtime.store).history_runs(key, target_version=version, limit=window)
+        return spectrum_view(runs, version, level)
+
+    page = await asyncio.to_thread(build)
+    if page is None:
+        what = f"version {version!r} of test {key!r}" if version else f"test {key!r}"
+        raise HTTPException(404, f"no runs with a trace recorded for {what}")
+    return {"key": key, **page}
