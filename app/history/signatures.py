@@ -23,10 +23,25 @@ _MASKS: tuple[tuple[re.Pattern[str], str], ...] = (
         re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"),
         "<uuid>",
     ),
+    (re.compile(r"(?<![\w:])(?:[0-9a-fA-F]{2}[:-]){5}[0-9a-fA-F]{2}(?![\w:])"), "<mac>"),
+    (
+        re.compile(
+            r"(?<![\w:.])\[?(?:(?:[0-9a-fA-F]{1,4}:){7}[0-9a-fA-F]{1,4}"
+            r"|(?:[0-9a-fA-F]{1,4}:){1,7}:(?:[0-9a-fA-F]{1,4}(?::[0-9a-fA-F]{1,4}){0,6})?"
+            r"|::[0-9a-fA-F]{1,4}(?::[0-9a-fA-F]{1,4}){0,6})(?:%\w+)?(?:\](?::\d+)?)?(?![\w:])"
+        ),
+        "<ip>",
+    ),
     (re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"), "<ip>"),
+    (re.compile(r"\btmp[a-z0-9_]{6,10}\b"), "<tmp>"),  # tempfile's names outside a path
     (re.compile(r"(?:[A-Za-z]:)?(?:[\\/][\w.\-]+){2,}[\\/]?"), "<path>"),
     (re.compile(r"\b0x[0-9a-fA-F]+\b"), "<hex>"),
     (re.compile(r"\b[0-9a-f]{12,}\b"), "<hex>"),
+    (re.compile(r"\b(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{7,}\b"), "<hex>"),  # short ids
+    (
+        re.compile(r"\b(?:\d+h)?(?:\d+m(?!s))?\d+(?:\.\d+)?(?:ns|us|µs|ms|s|sec|secs|min|mins|h)\b"),
+        "<dur>",
+    ),
     (re.compile(r"[-+]?\b\d+(?:\.\d+)?(?:e[-+]?\d+)?\b"), "<n>"),
 )
 _EXC = re.compile(

@@ -85,3 +85,20 @@ def test_grouping_and_pairwise_f1() -> None:
     # true pairs 12 13 23; predicted 12: tp 1, fn 2 -> 2/(2+0+2)
     assert pairwise_f1(predicted, truth) == 0.5
     assert pairwise_f1(truth, truth) == 1.0
+
+
+def test_mask_hides_addresses_durations_short_ids_and_temp_names() -> None:
+    cases = {
+        "connect to [2001:db8::8a2e:370:7334]:443 failed": "connect to <ip> failed",
+        "host fe80::1ff:fe23:4567:890a%eth0 down; ::1 refused": "host <ip> down; <ip> refused",
+        "nic 52:54:00:12:34:56 and 52-54-00-AB-CD-EF": "nic <mac> and <mac>",
+        "timed out after 30.2s (150ms, 1m30s)": "timed out after <dur> (<dur>, <dur>)",
+        "commit a3f9c2d job 1a2b3c4d5e": "commit <hex> job <hex>",
+        "file tmpk3j4_x9q gone": "file <tmp> gone",
+    }
+    for text, masked in cases.items():
+        assert mask(text) == masked, text
+    # what is not run-specific stays: names with ::, hex-looking words, times of day are numbers
+    assert mask("Foo::bar deadbeef") == "Foo::bar deadbeef"
+    assert mask("at 12:00:03") == "at <n>:<n>:<n>"
+    assert err_sig("TimeoutError: after 30.2s", "f", "x") == err_sig("TimeoutError: after 4.75s", "f", "x")
