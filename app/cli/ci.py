@@ -49,6 +49,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model-url", metavar="URL", help="OpenAI-compatible base URL ending in /v1")
     p.add_argument("--log-function", action="append", default=[], metavar="PATTERN", help="extra log callee")
     p.add_argument("--log-format", metavar="NAME_OR_REGEX", help="log prefix format (default: detect)")
+    p.add_argument(
+        "--db",
+        metavar="URL",
+        help="record every test's run (passes too) in this database's CI history "
+        "(default TCFL_DATABASE_URL, else the per-user database)",
+    )
+    p.add_argument(
+        "--job-url", metavar="URL", help="the CI job's URL: a run is recorded once per job and test"
+    )
+    p.add_argument("--commit", metavar="SHA", help="the commit the job tested, kept with each run")
+    p.add_argument("--no-store", action="store_true", help="record nothing in the CI history")
     p.set_defaults(func=run)
 
 
@@ -78,6 +89,8 @@ def run(args: argparse.Namespace) -> int:
         results = _read_all(args.results, args.results_format, Path(work) / "results")
         checkout = Checkout.scan(root)
         report = asyncio.run(_triage(results, checkout, options, client, settings.max_files_per_case))
+        if not args.no_store:
+            _record(report, checkout, args, args.db or settings.database_url)
     from app.emit import emit
 
     text = emit(report, args.format)
@@ -103,6 +116,41 @@ async def _triage(
     finally:
         if client is not None:
             await client.aclose()
+
+
+def _record(report: CiReport, checkout: Checkout, args: argparse.Namespace, url: str) -> None:
+    """Every test's run into the CI history, with its scripts from the checkout (passes too), so
+    history grows with each CI job; a database problem is a warning, never a lost report."""
+    from dataclasses import replace
+
+    from app.ingest.resolve import find_scripts
+    from app.service.history_store import HistoryStore, records_from_ci
+    from app.service.store import Store, safe_url
+
+    records = []
+    runs = report.results.runs if report.results is not None else ()
+    for run, record in zip(runs, records_from_ci(report, ", ".join(args.results)), strict=True):
+        scripts = record.scripts or tuple(find_scripts(run, checkout)[0])
+        records.append(
+            replace(record, job_url=args.job_url or record.job_url, commit=args.commit, scripts=scripts)
+        )
+    try:
+        store = Store.open(url)
+        try:
+            created = HistoryStore(store).add_runs(records)
+        finally:
+            store.close()
+    except Exception as exc:
+        print(
+            f"tcfl ci: warning: runs not recorded in {safe_url(url)}: {type(exc).__name__}: {exc}",
+            file=sys.stderr,
+        )
+        return
+    new = sum(not c["duplicate"] for c in created)
+    print(
+        f"tcfl ci: recorded {new} new run(s) of {len(created)} in the CI history ({safe_url(url)})",
+        file=sys.stderr,
+    )
 
 
 def _root(name: str | None, work: Path) -> Path:

@@ -6,7 +6,6 @@ import argparse
 import asyncio
 import json
 import sys
-import time
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -107,6 +106,18 @@ def register(sub: argparse._SubParsersAction) -> None:
         default="auto",
         help="use the test's recorded CI history when --test is given (default auto)",
     )
+    p.add_argument(
+        "--history-window",
+        type=int,
+        metavar="N",
+        help="newest recorded runs of the test to read (default 30)",
+    )
+    p.add_argument(
+        "--history-k",
+        type=int,
+        metavar="N",
+        help="runs kept of those, chosen to cover and split what the failure ran (default 0: all)",
+    )
     p.set_defaults(func=run)
 
 
@@ -148,6 +159,8 @@ def run(args: argparse.Namespace) -> int:
             line_to_block=args.line_to_block or None,
             log_format=args.log_format,
             prompt_style=args.prompt_style,
+            history_window=args.history_window,
+            history_k=args.history_k,
             prompt_budget=args.prompt_budget,
         )
     except ValueError as exc:
@@ -167,11 +180,17 @@ def run(args: argparse.Namespace) -> int:
     if history:
         options = replace(options, ranker="history")
     try:
-        result = asyncio.run(_triage(scripts, log, options, client, history))
+        result, section = asyncio.run(_triage(scripts, log, options, client, history))
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
     result_warnings = [*warnings, *log_warnings, *history_warnings]
     body = result.to_dict()
+    if section is not None:
+        from app.history.surface import element_channels
+
+        body["history"] = {"test": args.test, **section}
+        for item in body["ranking"]:
+            item["history"] = element_channels(item)
     body["warnings"] = [*result_warnings, *body["warnings"]]
     saved = (
         None
@@ -266,7 +285,7 @@ def _history(
     try:
         store = Store.open(settings.database_url)
         try:
-            runs = tuple(HistoryStore(store).history_runs(key))
+            runs = tuple(HistoryStore(store).history_runs(key, limit=options.history_window))
         finally:
             store.close()
     except Exception as exc:  # no history is a warning, never a failed triage
@@ -284,15 +303,18 @@ async def _triage(
     options: TriageOptions,
     client: ModelClient | None,
     history: tuple[Any, ...] = (),
-) -> TriageResult:
+) -> tuple[TriageResult, dict[str, Any] | None]:
+    """The result, and the history section when the test's runs were fused in."""
     try:
         if history:
-            from app.triage import prepare, rank
+            from app.history.surface import HistoryChoice, triage_with_history
 
-            started = time.perf_counter()
-            request = replace(prepare(scripts, log, options), history=history)
-            return await rank(request, client=client, started=started)
-        return await triage(scripts, log, options, client=client)
+            choice = HistoryChoice("auto", options.history_window, options.history_k)
+            result, _, section = await asyncio.to_thread(
+                triage_with_history, scripts, log, options, history, choice
+            )
+            return result, section
+        return await triage(scripts, log, options, client=client), None
     finally:
         if client is not None:
             await client.aclose()

@@ -52,6 +52,8 @@ def parse_test_id(test_id: str, suite: str = "") -> tuple[TestKey, str]:
     m = _PARAMS.match(text)
     if m:
         text, params = m.group("base"), m.group("params")
+    if suite == "pytest" and "::" not in text:
+        text = _pytest_node_id(text)
     if "::" in text:
         path, base = text.split("::", 1)
         return TestKey(suite, path, base), params
@@ -59,6 +61,21 @@ def parse_test_id(test_id: str, suite: str = "") -> tuple[TestKey, str]:
         path, base = text.split(":", 1)
         return TestKey(suite, path, base), params
     return TestKey(suite, "", text), params
+
+
+def _pytest_node_id(dotted: str) -> str:
+    """pytest's JUnit ``module.Class.test`` as its node id ``module.py::Class::test``, so JUnit XML and
+    report-log name a test alike; classes are the capitalised parts after the module's."""
+    parts = dotted.split(".")
+    if len(parts) < 2 or "/" in dotted or not all(p.isidentifier() for p in parts):
+        return dotted
+    classes: list[str] = []
+    module = parts[:-1]
+    while module and module[-1][0].isupper():
+        classes.insert(0, module.pop())
+    if not module:
+        return dotted
+    return "::".join(["/".join(module) + ".py", *classes, parts[-1]])
 
 
 def env_fingerprint(env: Mapping[str, Any]) -> str:

@@ -8,6 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.ci_tools import PytestRun, py_results
+
+__all__ = ["py_results"]  # the session fixture, used by name
+
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = "def test_answer():\n    value = 41\n    assert value == 42\n"
 LOG = (
@@ -114,3 +118,78 @@ def test_triage_fuses_the_recorded_history(tmp_path: Path) -> None:
     assert alone.returncode in (0, 3), alone.stderr
     assert json.loads(alone.stdout)["ranker"] == "heuristic"
     assert any("no CI history" in w for w in json.loads(alone.stdout)["warnings"])
+
+
+def test_ci_records_every_run_under_one_key_per_test(tmp_path: Path, py_results: PytestRun) -> None:
+    """JUnit XML and report-log of one real pytest session name each test alike in the history."""
+    db = f"sqlite:///{tmp_path / 'h.db'}"
+    root = str(py_results.root)
+    common = ["--root", root, "--ranker", "heuristic", "--format", "json", "--db", db, "--commit", "c0ffee"]
+    junit = tcfl("ci", str(py_results.junit), *common, "--job-url", "https://ci/job/1")
+    assert junit.returncode == 0, junit.stderr
+    total = json.loads(junit.stdout)["summary"]["tests"]
+    assert f"recorded {total} new run(s) of {total}" in junit.stderr
+    again = tcfl("ci", str(py_results.junit), *common, "--job-url", "https://ci/job/1")
+    assert f"recorded 0 new run(s) of {total}" in again.stderr  # one run per job and test
+    report = tcfl("ci", str(py_results.reportlog), *common, "--job-url", "https://ci/job/2")
+    assert report.returncode == 0, report.stderr
+    listing = json.loads(
+        tcfl("history", "test_links.py::TestLinks::test_jumbo_mtu", "--db", db, "--json").stdout
+    )
+    assert [r["verdict"] for r in listing["runs"]] == ["fail", "fail"]
+    assert {r["ci"]["commit"] for r in listing["runs"]} == {"c0ffee"}
+    assert listing["runs"][0]["version_id"]  # the scripts came from the checkout
+    from app.service.history_store import HistoryStore
+    from app.service.store import Store
+
+    store = Store.open(db)
+    try:
+        tests = HistoryStore(store).tests(limit=1000)
+    finally:
+        store.close()
+    assert len(tests) == total and all(t["runs"] == 2 for t in tests)
+    passing = next(t for t in tests if t["failures"] == 0)
+    assert passing["key"].startswith("test_links.py::")
+    skipped = tcfl("ci", str(py_results.junit), *common, "--job-url", "https://ci/job/3", "--no-store")
+    assert skipped.returncode == 0 and "recorded" not in skipped.stderr
+
+
+def test_triage_history_window_and_k(tmp_path: Path) -> None:
+    from tests.history.test_rank import FAIL_LOG, NEW, OLD, PASS_LOG, PATH
+
+    db = f"sqlite:///{tmp_path / 'h.db'}"
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text(
+        "\n".join(
+            json.dumps(
+                {
+                    "test_id": f"{PATH}::test_value",
+                    "verdict": "pass",
+                    "started_at": f"2026-03-01T00:0{n}:00Z",
+                    "ci": {"job_url": f"https://ci/{n}"},
+                    "scripts": [{"path": PATH, "content": OLD}],
+                    "log": PASS_LOG,
+                }
+            )
+            for n in range(6)
+        )
+        + "\n"
+    )
+    assert tcfl("ingest", str(runs), "--db", db).returncode == 0
+    (tmp_path / "tests").mkdir()
+    (tmp_path / PATH).write_text(NEW)
+    (tmp_path / "fail.log").write_text(FAIL_LOG)
+    base = [sys.executable, "-m", "app.cli", "triage", PATH, "--log", "fail.log", "--json", "--no-store"]
+    base += ["--db", db, "--test", f"{PATH}::test_value", "--history", "auto"]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+
+    def triage(*extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*base, *extra], capture_output=True, text=True, cwd=tmp_path, env=env)
+
+    found = triage("--history-window", "4", "--history-k", "2")
+    assert found.returncode == 0, found.stderr
+    history = json.loads(found.stdout)["history"]
+    assert (history["runs_read"], history["runs_used"], history["window"], history["k"]) == (4, 2, 4, 2)
+    assert history["classification"] == "new" and history["first_bad_version"]["hunks"]
+    bad = triage("--history-window", "0")
+    assert bad.returncode == 2 and "history window must be an integer from 1 to 500" in bad.stderr
