@@ -102,11 +102,8 @@ def history_section(
     found = first_bad_version(runs, current, order)
     changed: list[dict[str, Any]] = []
     if found.last_good is not None and found.script_changed:
-        old, new = files_of.get(found.last_good, {}), files_of.get(found.first_bad or current_version, files)
-        for path, text in new.items():
-            changed.extend(
-                h.to_dict() for h in hunks(path, old.get(path, "").splitlines(), text.splitlines())
-            )
+        new = files_of.get(found.first_bad or current_version, files)
+        changed = changed_hunks(files_of.get(found.last_good, {}), new)
     return {
         "runs_read": len(history),
         "runs_used": len(used),
@@ -125,6 +122,24 @@ def history_section(
             "hunks": changed,
         },
     }
+
+
+def changed_hunks(old: Mapping[str, str], new: Mapping[str, str]) -> list[dict[str, Any]]:
+    """What changed from one script version to another, hunk by hunk, file by file."""
+    out: list[dict[str, Any]] = []
+    for path, text in sorted(new.items()):
+        out.extend(h.to_dict() for h in hunks(path, old.get(path, "").splitlines(), text.splitlines()))
+    return out
+
+
+def timeline(runs_newest_first: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The runs oldest first, each marking whether it starts a new script version (a tick)."""
+    out, last = [], None
+    for r in reversed(runs_newest_first):
+        version = r.get("version_id")
+        out.append({**r, "new_version": version is not None and version != last})
+        last = version if version is not None else last
+    return out
 
 
 def element_channels(item: Mapping[str, Any]) -> dict[str, Any]:

@@ -731,3 +731,17 @@ def _run_view(row: Any, *, has_log: bool | None = None) -> dict[str, Any]:
 
 def dumps(data: Any) -> str:
     return json.dumps(data, indent=1, default=str)
+
+
+def version_files(store: Store, ids: Sequence[str]) -> dict[str, dict[str, str]]:
+    """The scripts of the given versions (path -> content), for diffs between versions."""
+    with store._tx() as session:
+        rows = session.execute(select(VersionRow).where(VersionRow.id.in_(set(ids)))).scalars().all()
+        hashes = {h for v in rows for h in v.files.values()}
+        contents = {
+            sha: _unpack(blob)
+            for sha, blob in session.execute(
+                select(ScriptRow.sha256, ScriptRow.content_z).where(ScriptRow.sha256.in_(hashes))
+            ).all()
+        }
+        return {v.id: {p: contents[h] for p, h in v.files.items() if h in contents} for v in rows}

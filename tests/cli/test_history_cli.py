@@ -70,7 +70,8 @@ def test_bad_input_is_a_usage_error(tmp_path: Path) -> None:
     assert unknown.returncode == 2 and "no runs recorded" in unknown.stderr
 
 
-def test_triage_fuses_the_recorded_history(tmp_path: Path) -> None:
+def passing_history(tmp_path: Path, n: int) -> str:
+    """``n`` recorded passes of the old version (tcfl ingest), the failing version and log beside; the DB."""
     from tests.history.test_rank import FAIL_LOG, NEW, OLD, PASS_LOG, PATH
 
     db = f"sqlite:///{tmp_path / 'h.db'}"
@@ -80,19 +81,26 @@ def test_triage_fuses_the_recorded_history(tmp_path: Path) -> None:
             {
                 "test_id": f"{PATH}::test_value",
                 "verdict": "pass",
-                "started_at": f"2026-03-01T00:0{n}:00Z",
-                "ci": {"job_url": f"https://ci/{n}"},
+                "started_at": f"2026-03-01T00:0{i}:00Z",
+                "ci": {"job_url": f"https://ci/{i}"},
                 "scripts": [{"path": PATH, "content": OLD}],
                 "log": PASS_LOG,
             }
         )
-        for n in range(5)
+        for i in range(n)
     ]
     runs.write_text("\n".join(lines) + "\n")
     assert tcfl("ingest", str(runs), "--db", db).returncode == 0
     (tmp_path / "tests").mkdir()
     (tmp_path / PATH).write_text(NEW)
     (tmp_path / "fail.log").write_text(FAIL_LOG)
+    return db
+
+
+def test_triage_fuses_the_recorded_history(tmp_path: Path) -> None:
+    from tests.history.test_rank import PATH
+
+    db = passing_history(tmp_path, 5)
     env = {**os.environ, "TCFL_DATABASE_URL": db}
     args = [PATH, "--log", "fail.log", "--level", "line", "-k", "3", "--json", "--no-store"]
     fused = subprocess.run(
@@ -155,30 +163,9 @@ def test_ci_records_every_run_under_one_key_per_test(tmp_path: Path, py_results:
 
 
 def test_triage_history_window_and_k(tmp_path: Path) -> None:
-    from tests.history.test_rank import FAIL_LOG, NEW, OLD, PASS_LOG, PATH
+    from tests.history.test_rank import PATH
 
-    db = f"sqlite:///{tmp_path / 'h.db'}"
-    runs = tmp_path / "runs.jsonl"
-    runs.write_text(
-        "\n".join(
-            json.dumps(
-                {
-                    "test_id": f"{PATH}::test_value",
-                    "verdict": "pass",
-                    "started_at": f"2026-03-01T00:0{n}:00Z",
-                    "ci": {"job_url": f"https://ci/{n}"},
-                    "scripts": [{"path": PATH, "content": OLD}],
-                    "log": PASS_LOG,
-                }
-            )
-            for n in range(6)
-        )
-        + "\n"
-    )
-    assert tcfl("ingest", str(runs), "--db", db).returncode == 0
-    (tmp_path / "tests").mkdir()
-    (tmp_path / PATH).write_text(NEW)
-    (tmp_path / "fail.log").write_text(FAIL_LOG)
+    db = passing_history(tmp_path, 6)
     base = [sys.executable, "-m", "app.cli", "triage", PATH, "--log", "fail.log", "--json", "--no-store"]
     base += ["--db", db, "--test", f"{PATH}::test_value", "--history", "auto"]
     env = {**os.environ, "PYTHONPATH": str(REPO)}

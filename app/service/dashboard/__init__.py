@@ -6,7 +6,10 @@
 
 from __future__ import annotations
 
+from app.service.dashboard.history import router as history_router
 from app.service.dashboard.pages import STATIC_DIR
 from app.service.dashboard.routes import router
+
+router.include_router(history_router)  # the CI-history pages, behind the same key and CSRF checks
 
 __all__ = ["STATIC_DIR", "router"]
