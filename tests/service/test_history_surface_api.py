@@ -12,7 +12,7 @@ import pytest
 
 from tests.service.helpers import example_body
 
-GOOD = '''def helper(x):
+GOOD = """def helper(x):
     return x * 2
 
 
@@ -24,7 +24,7 @@ def test_answer():
 
 if __name__ == "__main__":
     test_answer()
-'''
+"""
 BAD = GOOD.replace("return x * 2\n", "return x * 2 + 1\n")
 
 
@@ -98,8 +98,9 @@ def test_triage_history_edge_cases_answer_clearly(api: httpx.Client) -> None:
         answer = api.post("/v1/triage", json={**body, "test": "x", "history": bad})
         assert answer.status_code == 422, (bad, answer.text)
     batch = api.post("/v1/batches", json={"cases": [{**body, "test": "x"}]})
-    assert batch.status_code == 422 and "cases[0]: test and history apply to POST /v1/triage only" in (
-        batch.json()["detail"]
+    assert (
+        batch.status_code == 422
+        and "cases[0]: test and history apply to POST /v1/triage only" in (batch.json()["detail"])
     )
 
 
@@ -125,3 +126,15 @@ def test_spectrum_counts_the_runs_on_the_current_version(api: httpx.Client, tmp_
     assert api.get(f"/v1/tests/{key}/spectrum", params={"version": "0" * 16}).status_code == 404
     assert api.get("/v1/tests/never::seen/spectrum").status_code == 404
     assert api.get(f"/v1/tests/{key}/spectrum", params={"level": "function"}).status_code == 422
+
+
+def test_a_recorded_run_reads_back_by_its_id(api: httpx.Client, tmp_path: Path) -> None:
+    key, logs = record_history(api, tmp_path)
+    run_id = api.get(f"/v1/tests/{key}/history").json()["runs"][0]["id"]
+    run = api.get(f"/v1/runs/{run_id}")
+    assert run.status_code == 200, run.text
+    body = run.json()
+    assert body["id"] == run_id and body["verdict"] == "fail" and body["log"] == logs["bad"]
+    assert set(body["trace"]["t.py"]) == {"E", "N", "D"}
+    missing = api.get("/v1/runs/2147483647")
+    assert missing.status_code == 404 and "/v1/ingests/" in missing.json()["detail"]

@@ -1,4 +1,4 @@
-"""POST /v1/ingest and GET /v1/runs/{id} on a real server (SQLite and PostgreSQL), with real pytest output."""
+"""POST /v1/ingest and GET /v1/ingests/{id} on a real server (SQLite and PostgreSQL), real pytest output."""
 
 from __future__ import annotations
 
@@ -55,8 +55,8 @@ def test_json_ingest_stores_one_triage_per_failed_test(api: httpx.Client, py_res
     report = response.json()
     assert report["summary"]["failed"] == report["summary"]["triaged"] == len(FAILED_TESTS)
     assert report["summary"]["passed"] == 1
-    assert response.headers["location"] == f"/v1/runs/{report['id']}"
-    stored = api.get(f"/v1/runs/{report['id']}").json()
+    assert response.headers["location"] == f"/v1/ingests/{report['id']}"
+    stored = api.get(f"/v1/ingests/{report['id']}").json()
     assert [t["test_id"] for t in stored["tests"]] == [t["test_id"] for t in report["tests"]]
     for test in stored["tests"]:
         assert test["result"]["ranking"] and len(test["result"]["ranking"]) == 3
@@ -152,8 +152,8 @@ def test_hostile_archives_are_422(
 
 def test_other_errors(api: httpx.Client) -> None:
     assert api.post("/v1/ingest", content=b"x", headers={"content-type": "text/csv"}).status_code == 415
-    missing = api.get("/v1/runs/999999")
-    assert missing.status_code == 404 and "no CI run" in missing.json()["detail"]
+    missing = api.get("/v1/ingests/999999")
+    assert missing.status_code == 404 and "no CI ingest" in missing.json()["detail"]
     bad = api.post("/v1/ingest", json={"results": {"content": "x"}}, params={"format": "html"})
     assert bad.status_code == 422
 
@@ -199,4 +199,6 @@ def test_the_dashboard_lists_the_run_with_links_to_each_triage(
         assert test["test_id"] in page.text
         assert f'href="/triage/{test["triage_id"]}"' in page.text
     assert page.text.count("<h2>Group ") == len(report["groups"])
-    assert api.get("/runs/999999").status_code == 404
+    assert api.get("/ingests/999999").status_code == 404
+    moved = api.get(f"/runs/{report['id']}", follow_redirects=False)  # the page's old address
+    assert moved.status_code == 308 and moved.headers["location"] == report["dashboard"]

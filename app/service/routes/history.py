@@ -6,7 +6,7 @@ import asyncio
 import json
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi import APIRouter, HTTPException, Path, Query, Request
 
 from app.history.records import RunRecord, parse_run
 from app.history.surface import spectrum_view
@@ -140,3 +140,15 @@ async def test_spectrum(
         what = f"version {version!r} of test {key!r}" if version else f"test {key!r}"
         raise HTTPException(404, f"no runs with a trace recorded for {what}")
     return {"key": key, **page}
+
+
+@router.get("/v1/runs/{run_id}", responses={**ERRORS, 404: {"description": "No such run"}})
+async def get_run(run_id: Annotated[int, Path(ge=1, le=2**31 - 1)], runtime: RuntimeDep) -> dict[str, Any]:
+    """One recorded run of the CI history (as ``POST /v1/runs`` answered its run_id), log and trace too.
+
+    An ingested CI job (``POST /v1/ingest``) is ``GET /v1/ingests/{id}``.
+    """
+    found = await asyncio.to_thread(HistoryStore(runtime.store).run, run_id)
+    if found is None:
+        raise HTTPException(404, f"no recorded run with id {run_id} (an ingest is /v1/ingests/{{id}})")
+    return found

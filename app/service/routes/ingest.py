@@ -1,4 +1,4 @@
-"""``/v1/ingest`` and ``/v1/runs/{id}``: a CI job's results in, one stored triage per failed test out.
+"""``/v1/ingest`` and ``/v1/ingests/{id}``: a CI job's results in, one stored triage per failed test out.
 
 The body is JSON (``results`` as text or base64, ``scripts`` as for ``/v1/triage``) or multipart
 (a ``results`` file, an ``archive`` of the checkout, form fields for the rest). Archives are
@@ -20,7 +20,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi import Path as PathParam
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, RedirectResponse, Response
 from starlette.datastructures import UploadFile
 
 from app.ci import CiReport, triage_results
@@ -164,19 +164,25 @@ async def ingest(
     if out_format == "json":
         body = report.to_dict()
         body["id"] = run_id
-        body["dashboard"] = f"/runs/{run_id}"
-        return JSONResponse(body, headers={"Location": f"/v1/runs/{run_id}"})
+        body["dashboard"] = f"/ingests/{run_id}"
+        return JSONResponse(body, headers={"Location": f"/v1/ingests/{run_id}"})
     return Response(
-        emit(report, out_format), media_type=MEDIA[out_format], headers={"Location": f"/v1/runs/{run_id}"}
+        emit(report, out_format), media_type=MEDIA[out_format], headers={"Location": f"/v1/ingests/{run_id}"}
     )
 
 
-@router.get("/v1/runs/{run_id}", responses=ERRORS)
-async def get_run(run_id: Annotated[int, PathParam(ge=1, le=MAX_ID)], runtime: RuntimeDep) -> dict[str, Any]:
-    """A stored CI run: its summary, groups, and each failed test with its stored triage."""
+@router.get("/v1/ingests/{run_id}", responses=ERRORS)
+async def get_ingest(
+    run_id: Annotated[int, PathParam(ge=1, le=MAX_ID)], runtime: RuntimeDep
+) -> dict[str, Any]:
+    """A stored ingest (one CI job's results): summary, groups, each failed test with its triage.
+
+    Until this version it was ``GET /v1/runs/{id}``, which now reads one recorded run of the CI
+    history (``POST /v1/runs``); README's CI history section says so.
+    """
     found = await asyncio.to_thread(CiRunStore(runtime.store.engine).get, run_id)
     if found is None:
-        raise HTTPException(404, f"no CI run with id {run_id}")
+        raise HTTPException(404, f"no CI ingest with id {run_id}")
     for test in found["tests"]:
         if test.get("triage_id"):
             stored = await asyncio.to_thread(runtime.store.get_triage, test["triage_id"])
@@ -184,15 +190,22 @@ async def get_run(run_id: Annotated[int, PathParam(ge=1, le=MAX_ID)], runtime: R
     return found
 
 
-@pages.get("/runs/{run_id}")
-async def run_page(run_id: int, request: Request, runtime: RuntimeDep) -> Response:
-    """One CI run on the dashboard: its failure groups, each failed test linked to its triage."""
+@pages.get("/ingests/{run_id}")
+async def ingest_page(run_id: int, request: Request, runtime: RuntimeDep) -> Response:
+    """One ingested CI job on the dashboard: its failure groups, each failed test linked to its triage."""
     found = None
     if 1 <= run_id <= MAX_ID:
         found = await asyncio.to_thread(CiRunStore(runtime.store.engine).get, run_id)
     if found is None:
-        return render(request, "message.html", {"title": "Not found", "message": f"no CI run {run_id}"}, 404)
+        message = f"no CI ingest {run_id}"
+        return render(request, "message.html", {"title": "Not found", "message": message}, 404)
     return render(request, "ci_run.html", {"run": found})
+
+
+@pages.get("/runs/{run_id}")
+async def old_ingest_page(run_id: int) -> Response:
+    """The ingest page's address before ingests were named apart from history runs: kept, moved."""
+    return RedirectResponse(f"/ingests/{run_id}", status_code=308)
 
 
 def _answer_format(query: str | None, accept: str) -> str:

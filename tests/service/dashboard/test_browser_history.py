@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
 
 from tests.service.dashboard.conftest import screenshot
+from tests.service.dashboard.test_browser import axe_violations
 from tests.service.dashboard.test_history_pages import history_triage, record_flaky
 from tests.service.helpers import Server
 from tests.service.test_history_surface_api import record_history
@@ -53,3 +55,12 @@ def test_tests_timeline_signatures_and_channel_bars(page: Any, server: Server, t
     outer = bars.first.locator(".chbar").bounding_box()["width"]
     assert max(widths) == pytest.approx(outer - 2, abs=1.5)  # the page's largest term fills its bar
     screenshot(page, "history-triage-bars.png")
+    for width in (1280, 800):
+        page.set_viewport_size({"width": width, "height": 900})
+        for url in ("/tests", f"/tests/{quote(key)}", "/signatures", f"/triage/{triage['id']}"):
+            page.goto(server.url + url)
+            assert axe_violations(page) == [], f"{url} at {width}px"
+            overflow = page.evaluate(
+                "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+            )
+            assert overflow <= 0, f"{url} scrolls sideways at {width}px"
