@@ -736,12 +736,17 @@ def dumps(data: Any) -> str:
 def version_files(store: Store, ids: Sequence[str]) -> dict[str, dict[str, str]]:
     """The scripts of the given versions (path -> content), for diffs between versions."""
     with store._tx() as session:
-        rows = session.execute(select(VersionRow).where(VersionRow.id.in_(set(ids)))).scalars().all()
-        hashes = {h for v in rows for h in v.files.values()}
-        contents = {
-            sha: _unpack(blob)
-            for sha, blob in session.execute(
-                select(ScriptRow.sha256, ScriptRow.content_z).where(ScriptRow.sha256.in_(hashes))
-            ).all()
-        }
-        return {v.id: {p: contents[h] for p, h in v.files.items() if h in contents} for v in rows}
+        return _version_files(session, set(ids))
+
+
+def signature_runs(store: Store, sig: str, *, limit: int = 200) -> list[dict[str, Any]] | None:
+    """The failures with one err_sig across tests, newest first, each with its test key; None if unseen."""
+    with store._tx() as session:
+        rows = session.execute(
+            select(*_VIEW_COLUMNS, TestRow.key)
+            .join(TestRow, TestRow.id == RunRow.test_id)
+            .where(RunRow.err_sig == sig)
+            .order_by(RunRow.started_at.desc(), RunRow.id.desc())
+            .limit(limit)
+        ).all()
+    return [{"key": r.key, **_run_view(r)} for r in rows] or None

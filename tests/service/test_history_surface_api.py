@@ -128,13 +128,22 @@ def test_spectrum_counts_the_runs_on_the_current_version(api: httpx.Client, tmp_
     assert api.get(f"/v1/tests/{key}/spectrum", params={"level": "function"}).status_code == 422
 
 
-def test_a_recorded_run_reads_back_by_its_id(api: httpx.Client, tmp_path: Path) -> None:
+def test_a_recorded_run_and_its_signature_group_read_back(api: httpx.Client, tmp_path: Path) -> None:
     key, logs = record_history(api, tmp_path)
-    run_id = api.get(f"/v1/tests/{key}/history").json()["runs"][0]["id"]
-    run = api.get(f"/v1/runs/{run_id}")
+    newest = api.get(f"/v1/tests/{key}/history").json()["runs"][0]
+    run = api.get(f"/v1/runs/{newest['id']}")
     assert run.status_code == 200, run.text
     body = run.json()
-    assert body["id"] == run_id and body["verdict"] == "fail" and body["log"] == logs["bad"]
+    assert body["id"] == newest["id"] and body["verdict"] == "fail" and body["log"] == logs["bad"]
     assert set(body["trace"]["t.py"]) == {"E", "N", "D"}
     missing = api.get("/v1/runs/2147483647")
     assert missing.status_code == 404 and "/v1/ingests/" in missing.json()["detail"]
+
+    group = api.get(f"/v1/signatures/{newest['err_sig']}")
+    assert group.status_code == 200, group.text
+    found = group.json()
+    mine = [r for r in found["runs"] if r["key"] == key]
+    assert key in found["tests"] and [r["verdict"] for r in mine] == ["fail", "fail"]
+    assert all(r["err_sig"] == newest["err_sig"] for r in found["runs"])
+    assert api.get(f"/v1/signatures/{'0' * 40}").status_code == 404
+    assert api.get("/v1/signatures/not-a-signature").status_code == 422

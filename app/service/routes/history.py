@@ -11,7 +11,7 @@ from fastapi import APIRouter, HTTPException, Path, Query, Request
 from app.history.records import RunRecord, parse_run
 from app.history.surface import spectrum_view
 from app.service.deps import RuntimeDep
-from app.service.history_store import HistoryStore
+from app.service.history_store import HistoryStore, signature_runs
 from app.service.routes.triage import ERRORS
 from app.settings import Settings
 
@@ -152,3 +152,18 @@ async def get_run(run_id: Annotated[int, Path(ge=1, le=2**31 - 1)], runtime: Run
     if found is None:
         raise HTTPException(404, f"no recorded run with id {run_id} (an ingest is /v1/ingests/{{id}})")
     return found
+
+
+@router.get("/v1/signatures/{sig}", responses={**ERRORS, 404: {"description": "No failure with it"}})
+async def signature(
+    sig: Annotated[
+        str, Path(pattern="^[0-9a-f]{40}$", description="err_sig, as GET /v1/signatures lists it")
+    ],
+    runtime: RuntimeDep,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 200,
+) -> dict[str, Any]:
+    """One signature group: its failures across tests, newest first, and the tests they came from."""
+    runs = await asyncio.to_thread(signature_runs, runtime.store, sig, limit=limit)
+    if runs is None:
+        raise HTTPException(404, f"no recorded failure has signature {sig}")
+    return {"err_sig": sig, "tests": sorted({r["key"] for r in runs}), "runs": runs}
