@@ -8,7 +8,10 @@ has no nested quantifiers; patterns from users are compiled with RE2, which runs
 from __future__ import annotations
 
 import re
+from array import array
+from bisect import bisect_right
 from collections.abc import Mapping, Sequence
+from functools import cache
 from typing import Any, NamedTuple, Protocol
 
 # --------------------------------------------------------------------------------------------
@@ -76,26 +79,59 @@ _FORMATS: tuple[tuple[str, str], ...] = (
 KNOWN_FORMATS: tuple[str, ...] = tuple(name for name, _ in _FORMATS)
 """Names accepted by ``parse_log(prefix_format=...)`` besides a regex; ``plain`` strips nothing."""
 
-_SINGLE = tuple(re.compile(pattern) for _, pattern in _FORMATS)
+_ALL = tuple(range(len(_FORMATS)))
+_LIVE_BRACKET = KNOWN_FORMATS.index("pytest-live-bracket")
+_TRANSPORTS = frozenset({KNOWN_FORMATS.index("syslog"), KNOWN_FORMATS.index("iso")})
+# The first character a line carrying a known prefix can start with (dates, times and their
+# redacted ``xx`` form, brackets, levels, month names): other lines are not tried at all.
+_PREFIX_FIRST = r"[\d\[A-Zx]"
+
+# Patterns are compiled on first use: the ~30 alternations cost tens of milliseconds at import.
 
 
-def _combined(order: Sequence[int]) -> re.Pattern[str]:
+@cache
+def _single(i: int) -> re.Pattern[str]:
+    return re.compile(_FORMATS[i][1])
+
+
+@cache
+def _combined(order: tuple[int, ...]) -> re.Pattern[str]:
     """One alternation trying the formats in ``order``: a single C-level match per line."""
+    return re.compile(_alternation(order))
+
+
+def _alternation(order: tuple[int, ...]) -> str:
     alternatives = []
     for i in order:
         pattern = _FORMATS[i][1]
         for group in ("msg", "level", "sig"):
             pattern = pattern.replace(f"(?P<{group}>", f"(?P<{group}{i}>")
         alternatives.append(f"(?P<f{i}>{pattern})")
-    return re.compile("|".join(alternatives))
+    return "|".join(alternatives)
 
 
-# _COMBINED[i] prefers format i, then the others in their default order; the last is the default.
-_ALL = tuple(range(len(_FORMATS)))
-_COMBINED = (*(_combined((i, *(j for j in _ALL if j != i))) for i in _ALL), _combined(_ALL))
-_LIVE_BRACKET = KNOWN_FORMATS.index("pytest-live-bracket")
-_TRANSPORTS = frozenset({KNOWN_FORMATS.index("syslog"), KNOWN_FORMATS.index("iso")})
-_INNER = _combined([i for i in _ALL if i not in _TRANSPORTS])
+def _preferring(detected: int | None) -> re.Pattern[str]:
+    """The alternation preferring the detected format, then the others in their default order."""
+    if detected is None:
+        return _combined(_ALL)
+    return _combined((detected, *(j for j in _ALL if j != detected)))
+
+
+@cache
+def _in_text(pattern: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """A line alternation run over the whole log: at one line start, and after each newline.
+
+    Matching at a line start of the whole text equals matching the line alone: ``$`` ends a line
+    (MULTILINE), ``.`` and the classes stop at the newline (the one class that did not is kept
+    inside the line here).
+    """
+    inline = pattern.replace(r"[^\]]*", r"[^\]\n]*")
+    return re.compile(inline, re.MULTILINE), re.compile(rf"\n(?=(?:{_PREFIX_FIRST}))(?:{inline})", re.MULTILINE)
+
+
+@cache
+def _inner() -> re.Pattern[str]:
+    return _combined(tuple(i for i in _ALL if i not in _TRANSPORTS))
 
 _LEVEL_ALIASES = {
     "WARN": "WARNING",
@@ -119,6 +155,94 @@ class _Prefix(NamedTuple):
     bare: bool = False  # a transport prefix around nothing recognisable: may continue a message
 
 
+class _PrefixColumns:
+    """The prefix of every line as columns over the log's text; indexing gives ``_Prefix | None``.
+
+    One object per line would hold several times the log's size: most lines need only where
+    their message starts and ends and a level and signature code. Lines of transports, of
+    pytest's bracket format and of user patterns, and lines the parser rewrites, keep a whole
+    ``_Prefix``. ``special`` marks the lines whose prefix is absent or whose message might be
+    more than a message (the parser's full checks run on those).
+    """
+
+    __slots__ = ("text", "fmt", "start", "stop", "level", "sigs", "levels", "level_codes", "sig_codes")
+    __slots__ += ("whole", "count", "special")
+
+    def __init__(self, text: str, n: int) -> None:
+        self.text = text
+        self.fmt = bytearray(n)  # 0: no prefix; 1: in ``whole``; else the format + 2
+        self.start = self.stop = self.level = array("q")
+        self.sigs: list[str] = []
+        self.levels: list[str | None] = [None]
+        self.level_codes: dict[str | None, int] = {None: 0}
+        self.sig_codes: dict[str, int] = {}
+        self.whole: dict[int, _Prefix] = {}
+        self.count = 0  # lines with a prefix
+        self.special = bytearray(b"\x01") * n
+
+    def __len__(self) -> int:
+        return len(self.fmt)
+
+    def __getitem__(self, i: int) -> _Prefix | None:
+        f = self.fmt[i]
+        if f == 0:
+            return None
+        if f == 1:
+            return self.whole[i]
+        if i < 0:
+            i += len(self.fmt)
+        return tuple.__new__(
+            _Prefix,
+            (
+                f - 2,
+                self.levels[self.level[i] & 0xFF],
+                self.sigs[self.level[i] >> 8],
+                self.text[self.start[i] : self.stop[i]],
+                False,
+                False,
+            ),
+        )
+
+    def __setitem__(self, i: int, prefix: _Prefix | None) -> None:
+        if i < 0:
+            i += len(self.fmt)
+        if prefix is None:
+            if self.fmt[i]:
+                self.count -= 1
+            self.fmt[i] = 0
+            self.whole.pop(i, None)
+            return
+        if not self.fmt[i]:
+            self.count += 1
+        self.fmt[i] = 1
+        self.whole[i] = prefix
+
+    def body_span(self, i: int) -> tuple[int, int]:
+        """Where the message of a bulk-read line lies in the text."""
+        return self.start[i], self.stop[i]
+
+    def put(self, i: int, fmt: int, start: int, stop: int, level: int, sig: int) -> None:
+        if not self.start:
+            n = len(self.fmt)
+            self.start, self.stop, self.level = (array("q", bytes(8 * n)) for _ in range(3))
+        if not self.fmt[i]:
+            self.count += 1
+        self.fmt[i] = fmt + 2
+        self.start[i] = start
+        self.stop[i] = stop
+        self.level[i] = level | sig << 8
+
+    def code(self, level: str | None) -> int:
+        self.level_codes[level] = len(self.levels)
+        self.levels.append(level)
+        return self.level_codes[level]
+
+    def sig(self, sig: str) -> int:
+        self.sig_codes[sig] = len(self.sigs)
+        self.sigs.append(sig)
+        return self.sig_codes[sig]
+
+
 class _Prefixer:
     """Strips prefixes with one compiled pattern (None: strip nothing).
 
@@ -130,7 +254,7 @@ class _Prefixer:
         self.pattern = pattern
         self.levels: dict[str, str] = {}
         # syslog and CI timestamps wrap whatever the program printed: strip its own prefix too
-        self.inner = _Prefixer(_INNER, inner=False) if inner and pattern is not None and not custom else None
+        self.inner = _Prefixer(_inner(), inner=False) if inner and pattern is not None and not custom else None
         # outer group index -> (format, msg group, level group, sig group); 0 = no such group
         self.table: dict[int, tuple[int, int, int, int]] = {}
         if pattern is None:
@@ -172,18 +296,26 @@ class _Prefixer:
             msg = _strip_location(msg)
         return _Prefix(fmt, level, sig, msg.rstrip())
 
-    def all(self, lines: list[str]) -> list[_Prefix | None]:
-        """``self(line)`` for every line, the common formats handled inline (no call per line).
+    def columns(self, text: str, bounds: array, n: int, slow_first: frozenset[str]) -> _PrefixColumns:
+        """The prefix of each of the ``n`` lines of ``text`` (line i is ``text[bounds[i]:bounds[i+1]-1]``).
 
-        A prefixed line's raw text is replaced by "" in ``lines`` once its prefix is read: the
-        parser reads a prefixed line only through its body, and the log is not held twice.
+        The built-in formats run in bulk over the whole text: lines that cannot start a prefix are
+        never tried, the others are matched in place without cutting the line out. A line whose
+        message is an ordinary one (``_PrefixColumns.special`` clear) needs no further look.
         """
-        if self.pattern is None:
-            return [None] * len(lines)
-        match = self.pattern.match
+        cols = _PrefixColumns(text, n)
+        pattern = self.pattern
+        if pattern is None:
+            return cols
+        if -1 in self.table or not isinstance(pattern, re.Pattern):
+            for i in range(n):
+                prefix = self(text[bounds[i] : bounds[i + 1] - 1])
+                if prefix is not None:
+                    cols[i] = prefix
+            return cols
         plain: dict[int, tuple[int, int, int, int, bool, bool]] = {}
         for key, (fmt, msg_group, level_group, sig_group) in self.table.items():
-            if fmt >= 0 and fmt not in _TRANSPORTS and fmt != _LIVE_BRACKET:
+            if fmt not in _TRANSPORTS and fmt != _LIVE_BRACKET:
                 plain[key] = (
                     fmt,
                     msg_group,
@@ -192,36 +324,62 @@ class _Prefixer:
                     bool(level_group),
                     bool(sig_group),
                 )
-        levels = self.levels
-        make = tuple.__new__
-        out: list[_Prefix | None] = []
-        append = out.append
-        for i, line in enumerate(lines):
-            m = match(line)
+        at_start, after_newline = _in_text(pattern.pattern)
+        first, end = bounds[0], bounds[n] - 1
+        level_of, levels = self.levels, cols.level_codes
+        sig_codes = cols.sig_codes
+        fmts, special = cols.fmt, cols.special
+        count = text.count
+        head = at_start.match(text, first, end)
+        found = iter(after_newline.finditer(text, first, end))
+        i, pos = 0, first
+        m = head
+        while True:
             if m is None:
-                append(None)
-                continue
+                m = next(found, None)
+                if m is None:
+                    break
+                start = m.start() + 1
+                i += count("\n", pos, start)
+                pos = start
             entry = plain.get(m.lastindex or 0)
             if entry is None:
-                prefix = self(line)  # transports, pytest's bracket format, user patterns
-                append(prefix)
+                prefix = self(text[bounds[i] : bounds[i + 1] - 1])
                 if prefix is not None:
-                    lines[i] = ""
+                    cols[i] = prefix
+                m = None
                 continue
-            lines[i] = ""
             fmt, mg, lg, sg, has_level, has_sig = entry
-            msg, raw_level, sig = m.group(mg, lg, sg)
+            raw_level, sig = m.group(lg, sg)
             level = None
             if has_level and raw_level:
-                level = levels.get(raw_level)
+                level = level_of.get(raw_level)
                 if level is None:
-                    level = levels[raw_level] = _level(raw_level)
+                    level = level_of[raw_level] = _level(raw_level)
             else:
                 raw_level = None
             if not has_sig or not sig:
                 sig = raw_level or ""
-            append(make(_Prefix, (fmt, level, sig, msg.rstrip() if msg else "", False, False)))
-        return out
+            ms, me = m.span(mg)
+            if ms < 0:
+                ms = me = 0
+            level_code = levels.get(level)
+            if level_code is None:
+                level_code = cols.code(level)
+            sig_code = sig_codes.get(sig)
+            if sig_code is None:
+                sig_code = cols.sig(sig)
+            cols.put(i, fmt, ms, me, level_code, sig_code)
+            if (
+                me > ms
+                and text[ms] not in slow_first
+                and not text[ms].isspace()
+                and text[me - 1] not in ":]"
+                and text.find(".py", ms, me) < 0
+            ):
+                special[i] = 0
+            m = None
+        return cols
 
     def level(self, raw: str) -> str:
         level = self.levels.get(raw)
@@ -338,7 +496,8 @@ def _detect(lines: Sequence[str]) -> int | None:
             if len(sample) == DETECT_SAMPLE:
                 break
     best, best_score = None, 0
-    for i, pattern in enumerate(_SINGLE):
+    for i in _ALL:
+        pattern = _single(i)
         score = sum(1 for _ in filter(pattern.match, sample))
         if score > best_score:
             best, best_score = i, score

@@ -7,16 +7,20 @@ text. Nothing here raises on a ``str``; odd input becomes a warning.
 from __future__ import annotations
 
 import re
+from array import array
+from bisect import bisect_right
+from collections.abc import Iterator, Sequence
+from typing import overload
 
 from app.analysis.logparse.formats import (
-    _COMBINED,
     _ERROR_LEVELS,
     _FORMATS,
     KNOWN_FORMATS,
     _binary_share,
     _combined,
     _detect,
-    _Prefix,
+    _preferring,
+    _PrefixColumns,
     _Prefixer,
     check_prefix_format,
     clean_text,
@@ -61,13 +65,186 @@ _FAST_PATH = True  # the short paths for ordinary lines; the tests compare them 
 _FUNC_NAME = re.compile(r"[\w<>.\[\]-]{1,200}")
 
 
+class LogMessages(Sequence[LogMessage]):
+    """The messages of one log as columns: a sequence of ``LogMessage`` made on access.
+
+    A log repeats short messages by the hundred thousand; an object per message held several
+    times the log's size. Here most texts are spans of the log's own text, the rest (joined
+    continuation lines, stripped texts) are kept whole; lines, end lines and level codes are
+    arrays. ``texts()``, ``lines()`` and ``levels()`` give whole columns for bulk work.
+    """
+
+    __slots__ = ("_text", "_line", "_end", "_start", "_stop", "_level", "_levels", "_extra")
+
+    def __init__(self, text: str = "", levels: list[str | None] | None = None) -> None:
+        self._text = text
+        self._line = array("l")  # 1-based first line
+        self._end = array("l")  # last line
+        self._start = array("q")  # text span in ``_text``; a negative start -k: ``_extra[k - 1]``
+        self._stop = array("q")
+        self._level = bytearray()  # index into ``_levels``
+        self._levels: list[str | None] = levels if levels is not None else [None]
+        self._extra: list[str] = []
+
+    # -- building (the parser only) -------------------------------------------------------
+
+    def _code(self, level: str | None) -> int:
+        try:
+            return self._levels.index(level)
+        except ValueError:
+            self._levels.append(level)
+            return len(self._levels) - 1
+
+    def _append(self, line: int, end: int, text: str, level: str | None) -> None:
+        self._extra.append(text)
+        self._line.append(line)
+        self._end.append(end)
+        self._start.append(-len(self._extra))
+        self._stop.append(0)
+        self._level.append(self._code(level))
+
+    def _append_span(self, line: int, start: int, stop: int, code: int) -> None:
+        self._line.append(line)
+        self._end.append(line)
+        self._start.append(start)
+        self._stop.append(stop)
+        self._level.append(code)
+
+    # -- reading --------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._line)
+
+    @overload
+    def __getitem__(self, i: int) -> LogMessage: ...
+    @overload
+    def __getitem__(self, i: slice) -> tuple[LogMessage, ...]: ...
+    def __getitem__(self, i: int | slice) -> LogMessage | tuple[LogMessage, ...]:
+        if isinstance(i, slice):
+            return tuple(self._message(k) for k in range(*i.indices(len(self._line))))
+        n = len(self._line)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError("message index out of range")
+        return self._message(i)
+
+    def _message(self, i: int) -> LogMessage:
+        return LogMessage(i, self._line[i], self._end[i], self.text(i), self._levels[self._level[i]])
+
+    def __iter__(self) -> Iterator[LogMessage]:
+        return map(self._message, range(len(self._line)))
+
+    def __reversed__(self) -> Iterator[LogMessage]:
+        return map(self._message, range(len(self._line) - 1, -1, -1))
+
+    def text(self, i: int) -> str:
+        start = self._start[i]
+        return self._extra[-start - 1] if start < 0 else self._text[start : self._stop[i]]
+
+    def texts(self) -> list[str]:
+        """Every message's text, in order."""
+        return list(map(self.text, range(len(self._line))))
+
+    def lines(self) -> Sequence[int]:
+        """Every message's first log line, in order (ascending)."""
+        return self._line
+
+    def end_lines(self) -> Sequence[int]:
+        return self._end
+
+    def levels(self) -> list[str | None]:
+        """Every message's level (None where the prefix gave none), in order."""
+        levels = self._levels
+        return [levels[c] for c in self._level]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, str):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return f"LogMessages({list(self)!r})"
+
+
+class _Lines:
+    """The log's lines as a list the parser reads and rewrites, without cutting the text up.
+
+    Line i is ``text[bounds[i]:bounds[i+1]-1]``; a line with a prefix reads as "" (the parser
+    reads it through its prefix), a rewritten line as what was written.
+    """
+
+    __slots__ = ("text", "bounds", "n", "prefixes", "fixed")
+
+    def __init__(self, text: str, bounds: array, n: int) -> None:
+        self.text = text
+        self.bounds = bounds
+        self.n = n
+        self.prefixes: _PrefixColumns | None = None
+        self.fixed: dict[int, str] = {}
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> str:
+        if i < 0:
+            i += self.n
+        if not 0 <= i < self.n:
+            raise IndexError("line index out of range")
+        fixed = self.fixed.get(i)
+        if fixed is not None:
+            return fixed
+        if self.prefixes is not None and self.prefixes.fmt[i]:
+            return ""
+        return self.text[self.bounds[i] : self.bounds[i + 1] - 1]
+
+    def __setitem__(self, i: int, line: str) -> None:
+        self.fixed[i + self.n if i < 0 else i] = line
+
+    def __iter__(self) -> Iterator[str]:
+        return map(self.__getitem__, range(self.n))
+
+
+# Unprefixed lines the short path may not take: empty, a first character that may start a
+# traceback, report, runner line or continuation, a last one that may end a header, a path.
+_PLAIN_START = re.compile(r"\n(?=[\s(RJTPFESWIC_=\->]|\Z)")
+_PLAIN_END = re.compile(r"[:\]](?=\n)")
+_PY = re.compile(r"\.py")
+
+
+def _plain_special(text: str, bounds: array, n: int) -> bytearray:
+    """Lines of an unprefixed log that need the parser's full checks (1), found over the whole text."""
+    special = bytearray(n)
+    first, end = bounds[0], bounds[n] - 1
+    head = text[first : first + 1] if bounds[1] - 1 > first else ""
+    if not head or head in _SLOW_FIRST or head.isspace():
+        special[0] = 1
+    for m in _PLAIN_START.finditer(text, first, end):
+        k = bisect_right(bounds, m.start() + 1) - 1
+        if k < n:
+            special[k] = 1
+    ends = [m.start() for m in _PLAIN_END.finditer(text, first, end)]
+    if end > first and text[end - 1] in ":]":
+        ends.append(end - 1)
+    for pos in (*ends, *(m.start() for m in _PY.finditer(text, first, end))):
+        special[bisect_right(bounds, pos) - 1] = 1
+    return special
+
+
 class _Parser(_TracebackReader):
-    """One pass over the lines; state for the message being continued and the open pytest block."""
+    """One pass over the lines; state for the message being continued and the open pytest block.
+
+    Runs of ordinary lines (``special`` clear) are taken in bulk, as spans of the text; the other
+    lines go through the full checks one by one.
+    """
 
     def __init__(
         self,
-        lines: list[str],
-        prefixes: list[_Prefix | None],
+        lines: _Lines,
+        prefixes: _PrefixColumns,
         offset: int,
         groups: dict[int, int] | None = None,
     ) -> None:
@@ -75,12 +252,13 @@ class _Parser(_TracebackReader):
         self.lines = lines
         self.prefixes = prefixes
         self.offset = offset
-        self.prefixed = any(p is not None for p in prefixes)
-        self.messages: list[LogMessage] = []
+        self.prefixed = prefixes.count > 0
+        self.messages = LogMessages(lines.text, prefixes.levels)
         self.tracebacks: list[_Traceback] = []
         self.warnings: list[str] = []
         self.summaries: list[tuple[int, str]] = []  # (log line, text) of FAILED/FAIL: lines
-        self.open: tuple[int, int, list[str], str | None] | None = None
+        # (first, last line, parts, level); parts None: the message is line first's prefixed body
+        self.open: tuple[int, int, list[str] | None, str | None] | None = None
         self.pytest: _Traceback | None = None
         self.pytest_code: str | None = None
         self.pytest_func: str | None = None
@@ -89,6 +267,12 @@ class _Parser(_TracebackReader):
         self.open_layered = False  # the open message had an application prefix inside a transport one
         self.open_sig = ""  # the prefix signature of the open message
         self.runner: list[tuple[int, str, str]] = []  # (log line, status, reason) of runner status lines
+        if not _FAST_PATH or self.quiet:
+            self.special = bytearray(b"\x01") * lines.n
+        elif self.prefixed:
+            self.special = prefixes.special
+        else:
+            self.special = _plain_special(lines.text, lines.bounds, lines.n)
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -103,144 +287,141 @@ class _Parser(_TracebackReader):
         if self.open is not None:
             start, end, parts, level = self.open
             self.open = None
-            self.emit(start, end, "\n".join(parts), level)
+            if parts is None:
+                ms, me = self.prefixes.body_span(start)
+                self.messages._append_span(self.lineno(start), ms, me, self.messages._code(level))
+            else:
+                self.emit(start, end, "\n".join(parts), level)
+
+    def open_parts(self) -> tuple[int, list[str], str | None]:
+        """The open message's first line, parts (made a list) and level: a line is to be added."""
+        assert self.open is not None
+        start, _, parts, level = self.open
+        return start, [self.body(start)] if parts is None else parts, level
 
     def emit(self, start: int, end: int, text: str, level: str | None) -> None:
         text = text.strip()
         if text:
-            self.messages.append(
-                LogMessage(len(self.messages), self.lineno(start), self.lineno(end), text, level)
-            )
+            self.messages._append(self.lineno(start), self.lineno(end), text, level)
 
     # -- main loop -------------------------------------------------------------------------
 
     def run(self) -> None:
         i, n = 0, len(self.lines)
-        lines, prefixes = self.lines, self.prefixes
-        messages, offset = self.messages, self.offset + 1
-        new_message = LogMessage
-        slow_first, quiet, prefixed = _SLOW_FIRST, self.quiet, self.prefixed
-        fast = _FAST_PATH
+        special = self.special
         while i < n:
-            prefix = prefixes[i]
-            if not fast:
-                pass
-            elif prefix is not None and not quiet:
-                # Most lines: a prefixed message whose text cannot start anything (no traceback,
-                # report, runner or frame shape, no continuation indent): open it and go on.
-                body = prefix[3]
-                if (
-                    body
-                    and body[0] not in slow_first
-                    and not body[0].isspace()
-                    and body[-1] not in ":]"
-                    and not prefix[5]
-                    and ".py" not in body
-                ):
-                    self.in_report = False
-                    opened = self.open
-                    if opened is not None:
-                        start, end, parts, level = opened
-                        text = (parts[0] if len(parts) == 1 else "\n".join(parts)).strip()
-                        if text:
-                            messages.append(
-                                new_message(len(messages), start + offset, end + offset, text, level)
-                            )
-                    self.open = (i, i, [body], prefix[1])
-                    self.open_layered = prefix[4]
-                    self.open_sig = prefix[2]
-                    i += 1
+            if not special[i]:
+                stop = special.find(1, i)
+                if stop < 0:
+                    stop = n
+                if self.prefixed:
+                    self.prefixed_run(i, stop)
+                    i = stop
                     continue
-            elif prefix is None and not prefixed and not quiet and not self.in_report:
-                # A log without prefixes: an ordinary line is one message, as the checks below
-                # would decide (no traceback, report, runner or frame shape, no indent)
-                body = lines[i]
-                if (
-                    body
-                    and body[0] not in slow_first
-                    and not body[0].isspace()
-                    and body[-1] not in ":]"
-                    and ".py" not in body
-                ):
-                    if self.open is not None:
-                        self.flush()
-                    messages.append(new_message(len(messages), i + offset, i + offset, body, None))
-                    i += 1
+                if not self.in_report:
+                    self.plain_run(i, stop)
+                    i = stop
                     continue
-            body = lines[i] if prefix is None else prefix.body
-            stripped = body.strip()
-            if stripped.endswith(_TB_HEADER):
-                self.flush()
-                self.close_pytest()
-                before = stripped[: -len(_TB_HEADER)].strip()
-                if before:
-                    self.emit(i, i, before, prefix.level if prefix else None)
-                i = self.python_traceback(i)
-                continue
-            if stripped in _CHAIN_LINES or i in self.quiet:
-                self.flush()
-                i += 1
-                continue
-            if prefix is not None and self.in_report:
-                self.in_report = False
-            if stripped[:1] in _RUNNER_FIRST and (used := self.runner_line(i, stripped)):
-                self.flush()
-                i += used
-                continue
-            if stripped[:1] == "E" and prefix is None and self.collapsed_e(i, stripped):
-                self.flush()
-                self.open_pytest(i).exception.append(stripped[2:])
-                self.last_e = i
-                i += 1
-                continue
-            if (stripped[:1] == "F" or ".py" in stripped[:200]) and self.frame_without_header(i, stripped):
-                self.flush()
-                self.close_pytest()
-                i = self.python_traceback(i, headerless=True)
-                continue
-            kind = _pytest_kind(stripped)
-            if kind is not None or self.in_report:
-                self.flush()
-                i += max(1, self.pytest_line(i, stripped, kind))
-                continue
-            if (
-                i == self.last_e + 1
-                and prefix is None
-                and body.startswith("    ")
-                and self.pytest is not None
-            ):
-                self.pytest.exception.append(body[4:])  # line style indents the rest of the E text
-                self.last_e = i
-            elif (
-                prefix is not None
-                and self.open is not None
-                and prefix.sig
-                and prefix.sig == self.open_sig
-                and body[:1].isspace()
-                and stripped
-                and any(c.isdigit() for c in prefix.sig)
-            ):
-                # one logging call printed several lines, each with the call's own prefix
-                # (its logger and source line): the indented ones continue the message
-                start, _, parts, level = self.open
-                parts.append(body)
-                self.open = (start, i, parts, level)
-            elif prefix is not None and not (prefix.bare and self.open_layered and self.open is not None):
-                self.flush()
-                self.open = (i, i, [body], prefix.level)
-                self.open_layered = prefix.layered
-                self.open_sig = prefix.sig
-            elif not stripped:
-                self.flush()
-            elif self.open is not None and self.prefixed:
-                start, _, parts, level = self.open
-                parts.append(body)
-                self.open = (start, i, parts, level)
-            else:
-                self.flush()
-                self.emit(i, i, body, None)
-            i += 1
+            i = self.step(i)
         self.flush()
+
+    def plain_run(self, i: int, stop: int) -> None:
+        """Ordinary lines of an unprefixed log: each one message, its text the line itself."""
+        self.flush()
+        m, bounds, first = self.messages, self.lines.bounds, self.lineno(i)
+        lines = range(first, first + stop - i)
+        m._line.extend(lines)
+        m._end.extend(lines)
+        m._start.extend(bounds[i:stop])
+        m._stop.extend(map((-1).__add__, bounds[i + 1 : stop + 1]))
+        m._level.extend(bytes(stop - i))
+
+    def prefixed_run(self, i: int, stop: int) -> None:
+        """Prefixed lines whose bodies cannot start anything: each ends the message before it.
+
+        The last one stays open (an unprefixed line after it may continue it).
+        """
+        self.in_report = False
+        self.flush()
+        m, p, first = self.messages, self.prefixes, self.lineno(i)
+        last = stop - 1
+        if last > i:
+            lines = range(first, first + last - i)
+            m._line.extend(lines)
+            m._end.extend(lines)
+            m._start.extend(p.start[i:last])
+            m._stop.extend(p.stop[i:last])
+            m._level.extend(bytes(c & 0xFF for c in p.level[i:last]))
+        code = p.level[last]
+        self.open = (last, last, None, p.levels[code & 0xFF])
+        self.open_layered = False
+        self.open_sig = p.sigs[code >> 8]
+
+    def step(self, i: int) -> int:
+        """The full checks on line i; the index of the next line to read."""
+        lines, prefix = self.lines, self.prefixes[i]
+        body = lines[i] if prefix is None else prefix.body
+        stripped = body.strip()
+        if stripped.endswith(_TB_HEADER):
+            self.flush()
+            self.close_pytest()
+            before = stripped[: -len(_TB_HEADER)].strip()
+            if before:
+                self.emit(i, i, before, prefix.level if prefix else None)
+            return self.python_traceback(i)
+        if stripped in _CHAIN_LINES or i in self.quiet:
+            self.flush()
+            return i + 1
+        if prefix is not None and self.in_report:
+            self.in_report = False
+        if stripped[:1] in _RUNNER_FIRST and (used := self.runner_line(i, stripped)):
+            self.flush()
+            return i + used
+        if stripped[:1] == "E" and prefix is None and self.collapsed_e(i, stripped):
+            self.flush()
+            self.open_pytest(i).exception.append(stripped[2:])
+            self.last_e = i
+            return i + 1
+        if (stripped[:1] == "F" or ".py" in stripped[:200]) and self.frame_without_header(i, stripped):
+            self.flush()
+            self.close_pytest()
+            return self.python_traceback(i, headerless=True)
+        kind = _pytest_kind(stripped)
+        if kind is not None or self.in_report:
+            self.flush()
+            return i + max(1, self.pytest_line(i, stripped, kind))
+        if i == self.last_e + 1 and prefix is None and body.startswith("    ") and self.pytest is not None:
+            self.pytest.exception.append(body[4:])  # line style indents the rest of the E text
+            self.last_e = i
+        elif (
+            prefix is not None
+            and self.open is not None
+            and prefix.sig
+            and prefix.sig == self.open_sig
+            and body[:1].isspace()
+            and stripped
+            and any(c.isdigit() for c in prefix.sig)
+        ):
+            # one logging call printed several lines, each with the call's own prefix
+            # (its logger and source line): the indented ones continue the message
+            start, parts, level = self.open_parts()
+            parts.append(body)
+            self.open = (start, i, parts, level)
+        elif prefix is not None and not (prefix.bare and self.open_layered and self.open is not None):
+            self.flush()
+            self.open = (i, i, [body], prefix.level)
+            self.open_layered = prefix.layered
+            self.open_sig = prefix.sig
+        elif not stripped:
+            self.flush()
+        elif self.open is not None and self.prefixed:
+            start, parts, level = self.open_parts()
+            parts.append(body)
+            self.open = (start, i, parts, level)
+        else:
+            self.flush()
+            self.emit(i, i, body, None)
+        return i + 1
 
     # -- runner output and pasted fragments ----------------------------------------------
 
@@ -399,14 +580,21 @@ def parse_log(text: str, *, prefix_format: str | None = None, max_lines: int | N
     if _binary_share(text) > 0.1:
         warnings.append("the log looks like binary data; it was read as text")
 
-    lines = [ln.rstrip() for ln in text.split("\n")]
-    if lines and not lines[-1]:
-        lines.pop()
+    text = _rstrip_lines(text)
+    bounds = array("q", [0])
+    bounds.extend(m.end() for m in _NEWLINE.finditer(text))
+    if text.endswith("\n"):
+        n = len(bounds) - 1  # the text after the last newline is no line
+    else:
+        n = len(bounds)
+        bounds.append(len(text) + 1)
     offset = 0
-    if max_lines is not None and len(lines) > max_lines:
-        offset = len(lines) - max_lines
-        warnings.append(f"the log has {len(lines)} lines; only the last {max_lines} were read")
-        lines = lines[offset:]
+    if max_lines is not None and n > max_lines:
+        offset = n - max_lines
+        warnings.append(f"the log has {n} lines; only the last {max_lines} were read")
+        bounds = bounds[offset:]
+        n = max_lines
+    lines = _Lines(text, bounds, n)
 
     spec = (prefix_format or "auto").strip()
     if custom is not None:
@@ -417,21 +605,33 @@ def parse_log(text: str, *, prefix_format: str | None = None, max_lines: int | N
         prefixer, name = _Prefixer(_combined((KNOWN_FORMATS.index(spec),))), spec
     else:
         detected = _detect(lines)
-        prefixer = _Prefixer(_COMBINED[-1 if detected is None else detected])
+        prefixer = _Prefixer(_preferring(detected))
         name = "unknown" if detected is None else _FORMATS[detected][0]
 
-    prefixes = prefixer.all(lines)
-    if custom is not None and not any(prefixes):
+    prefixes = prefixer.columns(text, bounds, n, _SLOW_FIRST)
+    lines.prefixes = prefixes
+    if custom is not None and not prefixes.count:
         warnings.append("the configured prefix_format matched no line of the log")
-    groups = _unwrap_exception_groups(lines, prefixes) if _GROUP_HEADER in text else None
+    groups = _unwrap_exception_groups(lines, prefixes) if _GROUP_HEADER in text else None  # type: ignore[arg-type]
     parser = _Parser(lines, prefixes, offset, groups)
     parser.run()
     error = parser.error_message()
     warnings.extend(parser.warnings)
     return ParsedLog(
-        messages=tuple(parser.messages),
+        messages=parser.messages,
         frames=parser.frames(),
         error_message=error,
         warnings=tuple(dict.fromkeys(warnings)),
         format=name,
     )
+
+
+_NEWLINE = re.compile("\n")
+_TRAILING_SPACE = re.compile(r"[^\S\n]\n")
+
+
+def _rstrip_lines(text: str) -> str:
+    """Every line without its trailing whitespace (the parser's lines are read so)."""
+    if _TRAILING_SPACE.search(text) is None and not (text[-1:].isspace() and text[-1] != "\n"):
+        return text
+    return "\n".join([ln.rstrip() for ln in text.split("\n")])
