@@ -11,11 +11,15 @@ rather than n times the number of statements.
 
 from __future__ import annotations
 
+import re
+from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 
 import ahocorasick
 
+from app.analysis.logparse.messages import LogMessages
 from app.analysis.model import LogMessage, LogStatement, MatchResult
 
 
@@ -55,20 +59,25 @@ def match_messages(
     statements = frozenset(p.sid for p in patterns)
     index = _Index(patterns)
 
+    # Logs repeat messages: each distinct text is matched once (all of them in one automaton
+    # pass) and the result fanned out. Which statements end in L_exe and L_mm does not depend on
+    # the order the messages are read in.
+    if isinstance(messages, LogMessages):
+        texts = messages.texts()
+        numbers: Sequence[int] = range(len(texts))
+    else:
+        texts = [m.text for m in messages]
+        numbers = [m.index for m in messages]
+    distinct = list(dict.fromkeys(texts))
+    found = dict(zip(distinct, index.match_all(distinct), strict=True))
     exe: set[int] = set(errors)
     multi: set[int] = set()
-    matches: list[tuple[int, tuple[int, ...]]] = []
-    seen: dict[str, tuple[int, ...]] = {}  # logs repeat messages; each distinct text is matched once
-    for message in messages:
-        matched = seen.get(message.text)
-        if matched is None:
-            matched = seen[message.text] = index.match(_normalized(message.text))
+    for matched in found.values():
         if len(matched) == 1:
             exe.update(matched)
         else:
-            multi.update(sid for sid in matched if sid not in exe)
-        if matched:
-            matches.append((message.index, matched))
+            multi.update(matched)
+    matches = [(k, matched) for k, matched in zip(numbers, map(found.__getitem__, texts)) if matched]
 
     nexe = statements - exe - multi
     return MatchResult(
@@ -114,11 +123,22 @@ def _normalized(text: str) -> str:
     return " ".join(text.split())
 
 
+_SPACE = re.compile(r"\s+")
+_BETWEEN = "\x00"  # joins texts for one automaton pass; log text never holds it (see clean_text)
+
+
+def _normalized_all(texts: Sequence[str]) -> list[str]:
+    """``_normalized`` of every text, in one substitution over them all."""
+    joined = _SPACE.sub(" ", _BETWEEN.join(texts)).strip(" ")
+    return joined.replace(" " + _BETWEEN, _BETWEEN).replace(_BETWEEN + " ", _BETWEEN).split(_BETWEEN)
+
+
 class _Index:
     """Candidate lookup: each pattern is keyed by its longest fragment, found by one automaton pass."""
 
     def __init__(self, patterns: Sequence[_Pattern]) -> None:
         self._patterns = patterns
+        self._joinable = not any(_BETWEEN in f for p in patterns for f in p.fragments)
         self._always = tuple(i for i, p in enumerate(patterns) if not p.fragments)
         self._automaton: ahocorasick.Automaton | None = None
         keyed: dict[str, list[int]] = {}
@@ -143,3 +163,35 @@ class _Index:
             if pattern.sid not in sids and ordered_match(pattern.fragments, text):
                 sids.add(pattern.sid)
         return tuple(sorted(sids))
+
+    def match_all(self, texts: Sequence[str]) -> list[tuple[int, ...]]:
+        """``match`` of each text (normalized here): one automaton pass over all of them joined."""
+        if not texts:
+            return []
+        if not self._joinable or any(_BETWEEN in t for t in texts):
+            return [self.match(_normalized(t)) for t in texts]
+        normal = _normalized_all(texts)
+        joined = _BETWEEN.join(normal)
+        starts = list(accumulate((len(t) + 1 for t in normal[:-1]), initial=0))
+        candidates: dict[int, set[int]] = {}
+        if self._always:
+            candidates = {k: set(self._always) for k in range(len(normal))}
+        if self._automaton is not None:
+            for end, members in self._automaton.iter(joined):
+                k = bisect_right(starts, end) - 1
+                got = candidates.get(k)
+                if got is None:
+                    candidates[k] = set(members)
+                else:
+                    got.update(members)
+        out: list[tuple[int, ...]] = [()] * len(normal)
+        patterns = self._patterns
+        for k, members in candidates.items():
+            text = normal[k]
+            sids: set[int] = set()
+            for i in members:
+                pattern = patterns[i]
+                if pattern.sid not in sids and ordered_match(pattern.fragments, text):
+                    sids.add(pattern.sid)
+            out[k] = tuple(sorted(sids))
+        return out

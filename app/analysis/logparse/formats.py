@@ -12,6 +12,7 @@ from array import array
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from functools import cache
+from itertools import chain
 from typing import Any, NamedTuple, Protocol
 
 # --------------------------------------------------------------------------------------------
@@ -155,6 +156,11 @@ class _Prefix(NamedTuple):
     bare: bool = False  # a transport prefix around nothing recognisable: may continue a message
 
 
+def _offset_type(length: int) -> str:
+    """The smallest signed array type holding offsets into a text of ``length`` characters."""
+    return "i" if length < 2**31 - 2 else "q"  # offsets run to length + 1
+
+
 class _PrefixColumns:
     """The prefix of every line as columns over the log's text; indexing gives ``_Prefix | None``.
 
@@ -171,7 +177,7 @@ class _PrefixColumns:
     def __init__(self, text: str, n: int) -> None:
         self.text = text
         self.fmt = bytearray(n)  # 0: no prefix; 1: in ``whole``; else the format + 2
-        self.start = self.stop = self.level = array("q")
+        self.start = self.stop = self.level = array("i")
         self.sigs: list[str] = []
         self.levels: list[str | None] = [None]
         self.level_codes: dict[str | None, int] = {None: 0}
@@ -221,16 +227,13 @@ class _PrefixColumns:
         """Where the message of a bulk-read line lies in the text."""
         return self.start[i], self.stop[i]
 
-    def put(self, i: int, fmt: int, start: int, stop: int, level: int, sig: int) -> None:
-        if not self.start:
-            n = len(self.fmt)
-            self.start, self.stop, self.level = (array("q", bytes(8 * n)) for _ in range(3))
-        if not self.fmt[i]:
-            self.count += 1
-        self.fmt[i] = fmt + 2
-        self.start[i] = start
-        self.stop[i] = stop
-        self.level[i] = level | sig << 8
+    def allocate(self) -> tuple[array, array, array]:
+        """The span and code columns, made when the first line with a prefix is read."""
+        n = len(self.fmt)
+        kind = _offset_type(len(self.text))
+        self.start, self.stop = (array(kind, bytes(array(kind).itemsize * n)) for _ in range(2))
+        self.level = array("q", bytes(8 * n))  # level code | signature code << 8
+        return self.start, self.stop, self.level
 
     def code(self, level: str | None) -> int:
         self.level_codes[level] = len(self.levels)
@@ -296,19 +299,22 @@ class _Prefixer:
             msg = _strip_location(msg)
         return _Prefix(fmt, level, sig, msg.rstrip())
 
-    def columns(self, text: str, bounds: array, n: int, slow_first: frozenset[str]) -> _PrefixColumns:
+    def columns(
+        self, text: str, bounds: array, n: int, slow_first: frozenset[str], *, bulk: bool = True
+    ) -> _PrefixColumns:
         """The prefix of each of the ``n`` lines of ``text`` (line i is ``text[bounds[i]:bounds[i+1]-1]``).
 
         The built-in formats run in bulk over the whole text: lines that cannot start a prefix are
         never tried, the others are matched in place without cutting the line out. A line whose
         message is an ordinary one (``_PrefixColumns.special`` clear) needs no further look.
+        ``bulk=False`` matches line by line instead.
         """
         cols = _PrefixColumns(text, n)
         pattern = self.pattern
         if pattern is None:
             return cols
-        if -1 in self.table or not isinstance(pattern, re.Pattern):
-            for i in range(n):
+        if not bulk or -1 in self.table or not isinstance(pattern, re.Pattern):
+            for i in range(n):  # user patterns (and the reference the tests compare with): line by line
                 prefix = self(text[bounds[i] : bounds[i + 1] - 1])
                 if prefix is not None:
                     cols[i] = prefix
@@ -331,23 +337,17 @@ class _Prefixer:
         fmts, special = cols.fmt, cols.special
         count = text.count
         head = at_start.match(text, first, end)
-        found = iter(after_newline.finditer(text, first, end))
+        found = after_newline.finditer(text, first, end)
         i, pos = 0, first
-        m = head
-        while True:
-            if m is None:
-                m = next(found, None)
-                if m is None:
-                    break
-                start = m.start() + 1
-                i += count("\n", pos, start)
-                pos = start
+        starts = stops = codes = None
+        for m in chain((head,) if head is not None else (), found):
+            i += count("\n", pos, m.start() + 1)  # the head starts no line with a newline
+            pos = m.start() + 1
             entry = plain.get(m.lastindex or 0)
             if entry is None:
                 prefix = self(text[bounds[i] : bounds[i + 1] - 1])
                 if prefix is not None:
                     cols[i] = prefix
-                m = None
                 continue
             fmt, mg, lg, sg, has_level, has_sig = entry
             raw_level, sig = m.group(lg, sg)
@@ -369,7 +369,14 @@ class _Prefixer:
             sig_code = sig_codes.get(sig)
             if sig_code is None:
                 sig_code = cols.sig(sig)
-            cols.put(i, fmt, ms, me, level_code, sig_code)
+            if starts is None:
+                starts, stops, codes = cols.allocate()
+            if not fmts[i]:
+                cols.count += 1
+            fmts[i] = fmt + 2
+            starts[i] = ms
+            stops[i] = me
+            codes[i] = level_code | sig_code << 8
             if (
                 me > ms
                 and text[ms] not in slow_first
@@ -378,7 +385,6 @@ class _Prefixer:
                 and text.find(".py", ms, me) < 0
             ):
                 special[i] = 0
-            m = None
         return cols
 
     def level(self, raw: str) -> str:

@@ -19,6 +19,7 @@ from app.analysis.logparse.formats import (
     _binary_share,
     _combined,
     _detect,
+    _offset_type,
     _preferring,
     _PrefixColumns,
     _Prefixer,
@@ -61,7 +62,7 @@ _RUNNER_FIRST = frozenset("(RJTPFESWIC")
 _RUNNER_MAX = 4000
 # a prefixed message starting with one of these may be more than a message: the full checks run
 _SLOW_FIRST = frozenset("(RJTPFESWIC_=->")  # and any whitespace
-_FAST_PATH = True  # the short paths for ordinary lines; the tests compare them with the full checks
+_FAST_PATH = True  # bulk passes (prefixes, runs of ordinary lines); the tests compare them with line by line
 _FUNC_NAME = re.compile(r"[\w<>.\[\]-]{1,200}")
 
 
@@ -78,10 +79,11 @@ class LogMessages(Sequence[LogMessage]):
 
     def __init__(self, text: str = "", levels: list[str | None] | None = None) -> None:
         self._text = text
-        self._line = array("l")  # 1-based first line
-        self._end = array("l")  # last line
-        self._start = array("q")  # text span in ``_text``; a negative start -k: ``_extra[k - 1]``
-        self._stop = array("q")
+        self._line = array("i")  # 1-based first line
+        self._end = array("i")  # last line
+        # text span in ``_text``; a negative start -k: ``_extra[k - 1]``
+        self._start = array(_offset_type(len(text)))
+        self._stop = array(_offset_type(len(text)))
         self._level = bytearray()  # index into ``_levels``
         self._levels: list[str | None] = levels if levels is not None else [None]
         self._extra: list[str] = []
@@ -508,10 +510,10 @@ class _Parser(_TracebackReader):
         candidates: list[tuple[int, str]] = list(self.summaries[-1:])
         failed = [(line, reason) for line, _status, reason in self.runner if reason]
         candidates.extend(failed[-1:])
-        for msg in reversed(self.messages):
-            if msg.level in _ERROR_LEVELS:
-                candidates.append((msg.line, msg.text))
-                break
+        m = self.messages
+        last = max((m._level.rfind(c) for c, lv in enumerate(m._levels) if lv in _ERROR_LEVELS), default=-1)
+        if last >= 0:
+            candidates.append((m._line[last], m.text(last)))
         if candidates:
             line, text = max(candidates)
             self.warnings.append(f"no traceback in the log; error message from log line {line}")
@@ -531,8 +533,9 @@ class _Parser(_TracebackReader):
     def error_looking(self) -> tuple[int, str] | None:
         """The last message naming an exception (else saying error/failed), with what follows it."""
         weak: int | None = None
+        text_of = self.messages.text
         for k in range(len(self.messages) - 1, -1, -1):
-            text = self.messages[k].text
+            text = text_of(k)
             if ("Error" in text or "Exception" in text) and any(
                 w.endswith(("Error", "Exception")) for w in _WORD.findall(text)
             ):
@@ -581,7 +584,7 @@ def parse_log(text: str, *, prefix_format: str | None = None, max_lines: int | N
         warnings.append("the log looks like binary data; it was read as text")
 
     text = _rstrip_lines(text)
-    bounds = array("q", [0])
+    bounds = array(_offset_type(len(text)), [0])
     bounds.extend(m.end() for m in _NEWLINE.finditer(text))
     if text.endswith("\n"):
         n = len(bounds) - 1  # the text after the last newline is no line
@@ -608,7 +611,7 @@ def parse_log(text: str, *, prefix_format: str | None = None, max_lines: int | N
         prefixer = _Prefixer(_preferring(detected))
         name = "unknown" if detected is None else _FORMATS[detected][0]
 
-    prefixes = prefixer.columns(text, bounds, n, _SLOW_FIRST)
+    prefixes = prefixer.columns(text, bounds, n, _SLOW_FIRST, bulk=_FAST_PATH)
     lines.prefixes = prefixes
     if custom is not None and not prefixes.count:
         warnings.append("the configured prefix_format matched no line of the log")

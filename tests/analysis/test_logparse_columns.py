@@ -1,0 +1,126 @@
+"""The bulk log parser (prefixes over the whole text, runs of ordinary lines as spans) gives what
+the line-by-line parse gives, on generated logs of every prefix format and every kind of mess."""
+
+from __future__ import annotations
+
+import pickle
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import app.analysis.logparse.messages as messages
+from app.analysis.logparse import KNOWN_FORMATS, parse_log
+from app.analysis.model import LogMessage, ParsedLog
+
+PREFIXES = [
+    "2017-09-16 16:38:59,012 stacktrace       L0040 INFO | ",
+    "2023-02-08 10:53:48,717 avocado.test ERROR | ",
+    "[stdlog] 2023-02-08 10:53:48,718 avocado.test DEBUG| ",
+    "[stdout] ",
+    "2015-07-31 09:37:44,661 17897 INFO [tempest.x] ",
+    "2015-07-31 09:37:44.661 17897 ERROR nova.compute.manager [req-1 - -] ",
+    "08:39:25 init._fixture_func_decorator L0073 ERROR | ",
+    "2024-05-01 10:00:00 [ warning] ",
+    "2024-05-01 10:00:00,000 - root - INFO - ",
+    "INFO     conftest:conftest.py:12 ",
+    "WARNING:root:",
+    "[ERROR] ",
+    "Jan  2 03:04:05 host prog[123]: ",
+    "2024-05-01T10:00:00.123Z host prog: 2024-05-01 10:00:00,000 - app - ERROR - ",
+    "xx:xx:xx INFO ",
+    "2024-05-01T10:00:00.123Z [INFO] ",
+    "2024-05-01 10:00:00,000 INFO test: ",
+    "ERROR| ",
+    "  ",
+    "",
+]
+BODIES = [
+    "{w}",
+    "step {w}: value",
+    "{w}:",
+    "[{w}]",
+    "path/to/{w}.py:12",
+    "Traceback (most recent call last):",
+    '  File "/x/test_{w}.py", line 3, in f',
+    "    {w}()",
+    "ValueError: {w}",
+    "E       assert {w}",
+    "(1/2) suite.py:T.test: ERROR: {w} (1.0 s)",
+    "RESULTS    : PASS 0 | ERROR 1",
+    "FAILED test_{w}.py::test_x - AssertionError",
+    "\x1b[31m{w}\x1b[0m",
+    "10%\r50%\r{w} 100%",
+    "{w}  \t",
+    "{w}" * 400,
+    "",
+]
+WORDS = st.text(alphabet="abc XYZ_=()-:.py[]E\xa0\t", max_size=15)
+LINE = st.tuples(st.sampled_from(PREFIXES), st.sampled_from(BODIES), WORDS)
+
+
+def line_by_line(log: str, **options: object) -> ParsedLog:
+    """The reference: every prefix matched on its own line, every line through the full checks."""
+    messages._FAST_PATH = False
+    try:
+        return parse_log(log, **options)  # type: ignore[arg-type]
+    finally:
+        messages._FAST_PATH = True
+
+
+def make_log(lines: list[tuple[str, str, str]], crlf: bool, final_newline: bool) -> str:
+    end = "\r\n" if crlf else "\n"
+    log = end.join(prefix + body.format(w=w) for prefix, body, w in lines)
+    return log + end if final_newline and log else log
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    lines=st.lists(LINE, max_size=30),
+    crlf=st.booleans(),
+    final_newline=st.booleans(),
+    fmt=st.sampled_from([None, "plain", *KNOWN_FORMATS]),
+)
+def test_bulk_parse_gives_the_line_by_line_messages(
+    lines: list[tuple[str, str, str]], crlf: bool, final_newline: bool, fmt: str | None
+) -> None:
+    log = make_log(lines, crlf, final_newline)
+    bulk = parse_log(log, prefix_format=fmt)
+    assert bulk == line_by_line(log, prefix_format=fmt)
+    assert [(m.text, m.level, m.line) for m in bulk.messages] == [
+        (m.text, m.level, m.line) for m in line_by_line(log, prefix_format=fmt).messages
+    ]
+
+
+@settings(max_examples=100, deadline=None)
+@given(lines=st.lists(LINE, min_size=1, max_size=30), keep=st.integers(1, 10))
+def test_bulk_parse_of_the_last_lines_gives_the_line_by_line_messages(
+    lines: list[tuple[str, str, str]], keep: int
+) -> None:
+    log = make_log(lines, False, True)
+    assert parse_log(log, max_lines=keep) == line_by_line(log, max_lines=keep)
+
+
+@settings(max_examples=100, deadline=None)
+@given(words=st.lists(st.text(alphabet="abcdef ", min_size=1, max_size=12), max_size=40))
+def test_a_plain_log_is_one_message_per_ordinary_line(words: list[str]) -> None:
+    log = "\n".join(words)
+    expected = [(i + 1, w.strip()) for i, w in enumerate(words) if w.strip()]
+    parsed = parse_log(log, prefix_format="plain")
+    assert [(m.line, m.text) for m in parsed.messages] == expected
+
+
+def test_message_columns_agree_with_the_messages() -> None:
+    log = (
+        "2024-05-01 10:00:00,000 INFO test: first\n"
+        "  continued\n"
+        "2024-05-01 10:00:01,000 ERROR test: second\n"
+        "2024-05-01 10:00:01,000 DEBUG test: first\n"
+    )
+    found = parse_log(log).messages
+    assert found.texts() == [m.text for m in found] == ["test: first\n  continued", "test: second", "test: first"]
+    assert list(found.lines()) == [m.line for m in found] == [1, 3, 4]
+    assert found.levels() == ["INFO", "ERROR", "DEBUG"]
+    last = LogMessage(2, 4, 4, "test: first", "DEBUG")
+    assert found[-1] == last
+    assert found[1:] == (LogMessage(1, 3, 3, "test: second", "ERROR"), last)
+    assert pickle.loads(pickle.dumps(found)) == found == tuple(found)
