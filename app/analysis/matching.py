@@ -77,7 +77,8 @@ def match_messages(
             exe.update(matched)
         else:
             multi.update(matched)
-    matches = [(k, matched) for k, matched in zip(numbers, map(found.__getitem__, texts)) if matched]
+    fanned = zip(numbers, map(found.__getitem__, texts), strict=True)
+    matches = [(k, matched) for k, matched in fanned if matched]
 
     nexe = statements - exe - multi
     return MatchResult(
@@ -123,7 +124,8 @@ def _normalized(text: str) -> str:
     return " ".join(text.split())
 
 
-_SPACE = re.compile(r"\s+")
+# whitespace runs that are not already one space (a single space is left alone: most are)
+_SPACE = re.compile(r"[^\S ]\s*| \s+")
 _BETWEEN = "\x00"  # joins texts for one automaton pass; log text never holds it (see clean_text)
 
 

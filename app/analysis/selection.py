@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from app.analysis.model import Frame, Program
 
 _PYTEST_ID = re.compile(r"\.py::(?:[A-Za-z_]\w*::){0,8}([A-Za-z_]\w*)")
-_UNITTEST_ID = re.compile(r"\b(test\w*) \((?:[A-Za-z_][\w.]*)\)")
+# ``\b(test\w*) ...`` with the word boundary checked by hand: a pattern that starts with the
+# literal ``test`` is found by a fast scan instead of a try at every position of the log.
+_UNITTEST_ID = re.compile(r"(test\w*) \((?:[A-Za-z_][\w.]*)\)")
 _AVOCADO_ID = re.compile(r"\.py:(?:[A-Za-z_]\w*\.){0,8}([A-Za-z_]\w*)")
 MAX_LINE = 2_000  # a longer line is no test id line; skipping it keeps this linear and cheap
 
@@ -31,14 +33,39 @@ def is_test_function(name: str) -> bool:
 
 
 def named_tests(log: str) -> frozenset[str]:
-    """Function names that appear in test ids anywhere in the log."""
+    """Function names that appear in test ids anywhere in the log.
+
+    The ids are found over the whole text (none spans a line break); a match is kept unless its
+    line is longer than ``MAX_LINE``, which is measured only for lines that hold a match.
+    """
     names: set[str] = set()
-    for line in log.splitlines():
-        if len(line) > MAX_LINE or (".py:" not in line and " (" not in line):
-            continue
-        for pattern in (_PYTEST_ID, _UNITTEST_ID, _AVOCADO_ID):
-            names.update(m.group(1) for m in pattern.finditer(line))
+    start, end = 0, -1  # the last line measured
+    for pattern in (_PYTEST_ID, _UNITTEST_ID, _AVOCADO_ID):
+        for m in pattern.finditer(log):
+            pos = m.start()
+            if not start <= pos < end:
+                start, end = _line_span(log, pos)
+            if end - start <= MAX_LINE and (pattern is not _UNITTEST_ID or _starts_word(log, pos)):
+                names.add(m.group(1))
     return frozenset(names)
+
+
+# what str.splitlines breaks lines at
+_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+_BREAK = re.compile(f"[{_BREAKS}]")
+
+
+def _starts_word(log: str, pos: int) -> bool:
+    if pos == 0:
+        return True
+    before = log[pos - 1]
+    return not (before.isalnum() or before == "_")
+
+
+def _line_span(log: str, pos: int) -> tuple[int, int]:
+    start = max(log.rfind(c, 0, pos) for c in _BREAKS) + 1
+    found = _BREAK.search(log, pos)
+    return start, len(log) if found is None else found.start()
 
 
 def select_tests(

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import json
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from app.analysis.logparse import LogMessages
 from app.analysis.model import Analysis, Frame, ParsedLog
 from app.analysis.render import RenderedCode
 from app.localize.schema import RESPONSE_KEYS
@@ -156,32 +158,46 @@ def _failure_line(log: ParsedLog, frames: Sequence[Frame]) -> int:
 
 
 def _log_window(log: ParsedLog, frames: Sequence[Frame], chars: int) -> str:
-    if chars <= 0 or not log.messages:
+    """The messages nearest the failure line, within ``chars``; found by bisection, not a scan."""
+    messages = log.messages
+    if chars <= 0 or not messages:
         return ""
     fail = _failure_line(log, frames)
     error_lines = set(log.error_message.strip().split("\n"))
-    before = [m for m in log.messages if m.end_line < fail and m.text not in error_lines]
-    after = [m for m in log.messages if m.line > fail and m.text not in error_lines]
+    if isinstance(messages, LogMessages):  # in log order: lines and end lines ascend
+        lines, text = messages.lines(), messages.text
+        before: Sequence[int] = range(bisect_left(messages.end_lines(), fail))
+        after: Sequence[int] = range(bisect_right(lines, fail), len(messages))
+    else:
+        lines = [m.line for m in messages]
+        text = [m.text for m in messages].__getitem__
+        before = [k for k, m in enumerate(messages) if m.end_line < fail]
+        after = [k for k, m in enumerate(messages) if m.line > fail]
+    any_after = any(text(k) not in error_lines for k in after)
     header = "Log messages around the failure (log line: message):"
     chars -= len(header) + 1
-    after_share = chars // 4 if after else 0
+    after_share = chars // 4 if any_after else 0
     chosen: list[tuple[int, str]] = []
     spent = 0
-    for m in reversed(before):  # most recent first
-        row = _row(m.line, m.text)
+    for k in reversed(before):  # most recent first
+        if text(k) in error_lines:
+            continue
+        row = _row(lines[k], text(k))
         if spent + len(row) + 1 > chars - after_share:
             break
-        chosen.append((m.line, row))
+        chosen.append((lines[k], row))
         spent += len(row) + 1
     marker = f"  {fail}: --- the failure ---"
-    if after and spent + len(marker) + 1 <= chars:
+    if any_after and spent + len(marker) + 1 <= chars:
         chosen.append((fail, marker))
         spent += len(marker) + 1
-        for m in after:
-            row = _row(m.line, m.text)
+        for k in after:
+            if text(k) in error_lines:
+                continue
+            row = _row(lines[k], text(k))
             if spent + len(row) + 1 > chars:
                 break
-            chosen.append((m.line, row))
+            chosen.append((lines[k], row))
             spent += len(row) + 1
     if not chosen:
         return ""

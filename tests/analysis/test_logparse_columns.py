@@ -117,10 +117,19 @@ def test_message_columns_agree_with_the_messages() -> None:
         "2024-05-01 10:00:01,000 DEBUG test: first\n"
     )
     found = parse_log(log).messages
-    assert found.texts() == [m.text for m in found] == ["test: first\n  continued", "test: second", "test: first"]
+    expected = ["test: first\n  continued", "test: second", "test: first"]
+    assert found.texts() == [m.text for m in found] == expected
     assert list(found.lines()) == [m.line for m in found] == [1, 3, 4]
     assert found.levels() == ["INFO", "ERROR", "DEBUG"]
     last = LogMessage(2, 4, 4, "test: first", "DEBUG")
     assert found[-1] == last
     assert found[1:] == (LogMessage(1, 3, 3, "test: second", "ERROR"), last)
     assert pickle.loads(pickle.dumps(found)) == found == tuple(found)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet="ab \t\n\x0b\x1c\x85\u2028\xa0", max_size=60))
+def test_lines_are_read_without_their_trailing_whitespace(text: str) -> None:
+    from app.analysis.logparse.messages import _rstrip_lines
+
+    assert _rstrip_lines(text) == "\n".join(ln.rstrip() for ln in text.split("\n"))

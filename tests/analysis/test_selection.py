@@ -78,3 +78,46 @@ def test_a_test_whose_messages_are_in_the_log_stays():
 def test_without_any_test_id_nothing_is_dropped():
     kept = analyze([Script("tests/test_suite.py", SUITE)], "something went wrong\n").traces["tplus"].kept
     assert Loc("tests/test_suite.py", 20) in kept
+
+
+def _named_line_by_line(log: str) -> frozenset[str]:
+    """The reference: each line of the log on its own, with the id patterns as first written."""
+    import re
+
+    from app.analysis.selection import MAX_LINE
+
+    patterns = (
+        re.compile(r"\.py::(?:[A-Za-z_]\w*::){0,8}([A-Za-z_]\w*)"),
+        re.compile(r"\b(test\w*) \((?:[A-Za-z_][\w.]*)\)"),
+        re.compile(r"\.py:(?:[A-Za-z_]\w*\.){0,8}([A-Za-z_]\w*)"),
+    )
+    names: set[str] = set()
+    for line in log.splitlines():
+        if len(line) <= MAX_LINE:
+            for pattern in patterns:
+                names.update(m.group(1) for m in pattern.finditer(line))
+    return frozenset(names)
+
+
+ID_PIECES = [
+    "FAILED tests/t.py::Case::test_{w} - x",
+    "test_{w} (mod.Case) ... FAIL",
+    "x{w}test_{w} (mod.Case) and test_b (m)",
+    "é{w}test_{w} (mod.Case)",
+    "(1/2) t.py:Case.test_{w}: ERROR",
+    "{w}",
+    "x" * 2_001 + " t.py::test_long",
+    "",
+]
+BREAKS = ["\n", "\r\n", "\r", "\x0b", "\x1c", "\x85", "\u2028"]
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(ID_PIECES), st.text(alphabet="ab_1", max_size=6), st.sampled_from(BREAKS)),
+        max_size=20,
+    )
+)
+def test_named_tests_over_the_whole_text_equal_line_by_line(pieces: list[tuple[str, str, str]]) -> None:
+    log = "".join(piece.format(w=w) + brk for piece, w, brk in pieces)
+    assert named_tests(log) == _named_line_by_line(log)

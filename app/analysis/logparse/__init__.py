@@ -7,10 +7,11 @@ the log and the error message), ``tracebacks`` (Python tracebacks and pytest rep
 
 from app.analysis.logparse.formats import KNOWN_FORMATS, check_prefix_format, decode_log
 from app.analysis.logparse.frames import folder_conflict, match_script_path, realign
-from app.analysis.logparse.messages import parse_log
+from app.analysis.logparse.messages import LogMessages, parse_log
 
 __all__ = [
     "KNOWN_FORMATS",
+    "LogMessages",
     "check_prefix_format",
     "decode_log",
     "folder_conflict",

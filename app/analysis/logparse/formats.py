@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from array import array
-from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from functools import cache
 from itertools import chain
@@ -127,12 +126,14 @@ def _in_text(pattern: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
     inside the line here).
     """
     inline = pattern.replace(r"[^\]]*", r"[^\]\n]*")
-    return re.compile(inline, re.MULTILINE), re.compile(rf"\n(?=(?:{_PREFIX_FIRST}))(?:{inline})", re.MULTILINE)
+    after_newline = rf"\n(?={_PREFIX_FIRST})(?:{inline})"
+    return re.compile(inline, re.MULTILINE), re.compile(after_newline, re.MULTILINE)
 
 
 @cache
 def _inner() -> re.Pattern[str]:
     return _combined(tuple(i for i in _ALL if i not in _TRANSPORTS))
+
 
 _LEVEL_ALIASES = {
     "WARN": "WARNING",
@@ -171,8 +172,8 @@ class _PrefixColumns:
     more than a message (the parser's full checks run on those).
     """
 
-    __slots__ = ("text", "fmt", "start", "stop", "level", "sigs", "levels", "level_codes", "sig_codes")
-    __slots__ += ("whole", "count", "special")
+    __slots__ = ("count", "fmt", "level", "level_codes", "levels", "sig_codes", "sigs")
+    __slots__ += ("special", "start", "stop", "text", "whole")
 
     def __init__(self, text: str, n: int) -> None:
         self.text = text
@@ -257,7 +258,8 @@ class _Prefixer:
         self.pattern = pattern
         self.levels: dict[str, str] = {}
         # syslog and CI timestamps wrap whatever the program printed: strip its own prefix too
-        self.inner = _Prefixer(_inner(), inner=False) if inner and pattern is not None and not custom else None
+        wraps = inner and pattern is not None and not custom
+        self.inner = _Prefixer(_inner(), inner=False) if wraps else None
         # outer group index -> (format, msg group, level group, sig group); 0 = no such group
         self.table: dict[int, tuple[int, int, int, int]] = {}
         if pattern is None:
@@ -323,7 +325,7 @@ class _Prefixer:
         for key, (fmt, msg_group, level_group, sig_group) in self.table.items():
             if fmt not in _TRANSPORTS and fmt != _LIVE_BRACKET:
                 plain[key] = (
-                    fmt,
+                    fmt + 2,  # as the format column holds it
                     msg_group,
                     level_group or msg_group,
                     sig_group or msg_group,
@@ -332,60 +334,71 @@ class _Prefixer:
                 )
         at_start, after_newline = _in_text(pattern.pattern)
         first, end = bounds[0], bounds[n] - 1
-        level_of, levels = self.levels, cols.level_codes
-        sig_codes = cols.sig_codes
-        fmts, special = cols.fmt, cols.special
-        count = text.count
+        packed: dict[tuple[str | None, str | None], int] = {}  # (level, sig) as matched -> codes
+        fmts, special, whole = cols.fmt, cols.special, cols.whole
+        count, find = text.count, text.find
         head = at_start.match(text, first, end)
         found = after_newline.finditer(text, first, end)
         i, pos = 0, first
         starts = stops = codes = None
         for m in chain((head,) if head is not None else (), found):
-            i += count("\n", pos, m.start() + 1)  # the head starts no line with a newline
-            pos = m.start() + 1
+            start = m.start() + 1
+            i += count("\n", pos, start)  # the head starts with no newline
+            pos = start
             entry = plain.get(m.lastindex or 0)
             if entry is None:
                 prefix = self(text[bounds[i] : bounds[i + 1] - 1])
                 if prefix is not None:
-                    cols[i] = prefix
+                    fmts[i] = 1
+                    whole[i] = prefix
                 continue
             fmt, mg, lg, sg, has_level, has_sig = entry
-            raw_level, sig = m.group(lg, sg)
-            level = None
-            if has_level and raw_level:
-                level = level_of.get(raw_level)
-                if level is None:
-                    level = level_of[raw_level] = _level(raw_level)
+            if has_sig:
+                key = m.group(lg, sg) if has_level else (None, m.group(sg))
             else:
-                raw_level = None
-            if not has_sig or not sig:
-                sig = raw_level or ""
+                key = (m.group(lg) if has_level else None, None)
+            code = packed.get(key)
+            if code is None:
+                code = packed[key] = self.code(cols, key, has_level, has_sig)
             ms, me = m.span(mg)
             if ms < 0:
                 ms = me = 0
-            level_code = levels.get(level)
-            if level_code is None:
-                level_code = cols.code(level)
-            sig_code = sig_codes.get(sig)
-            if sig_code is None:
-                sig_code = cols.sig(sig)
             if starts is None:
                 starts, stops, codes = cols.allocate()
-            if not fmts[i]:
-                cols.count += 1
-            fmts[i] = fmt + 2
+            fmts[i] = fmt
             starts[i] = ms
             stops[i] = me
-            codes[i] = level_code | sig_code << 8
+            codes[i] = code
             if (
                 me > ms
                 and text[ms] not in slow_first
                 and not text[ms].isspace()
                 and text[me - 1] not in ":]"
-                and text.find(".py", ms, me) < 0
+                and find(".py", ms, me) < 0
             ):
                 special[i] = 0
+        cols.count = n - fmts.count(0)
         return cols
+
+    def code(
+        self, cols: _PrefixColumns, key: tuple[str | None, str | None], has_level: bool, has_sig: bool
+    ) -> int:
+        """The packed level and signature code of a line whose prefix matched ``key``."""
+        raw_level, sig = key
+        level = None
+        if has_level and raw_level:
+            level = self.level(raw_level)
+        else:
+            raw_level = None
+        if not has_sig or not sig:
+            sig = raw_level or ""
+        level_code = cols.level_codes.get(level)
+        if level_code is None:
+            level_code = cols.code(level)
+        sig_code = cols.sig_codes.get(sig)
+        if sig_code is None:
+            sig_code = cols.sig(sig)
+        return level_code | sig_code << 8
 
     def level(self, raw: str) -> str:
         level = self.levels.get(raw)

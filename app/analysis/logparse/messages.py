@@ -75,7 +75,7 @@ class LogMessages(Sequence[LogMessage]):
     arrays. ``texts()``, ``lines()`` and ``levels()`` give whole columns for bulk work.
     """
 
-    __slots__ = ("_text", "_line", "_end", "_start", "_stop", "_level", "_levels", "_extra")
+    __slots__ = ("_end", "_extra", "_level", "_levels", "_line", "_start", "_stop", "_text")
 
     def __init__(self, text: str = "", levels: list[str | None] | None = None) -> None:
         self._text = text
@@ -146,7 +146,8 @@ class LogMessages(Sequence[LogMessage]):
 
     def texts(self) -> list[str]:
         """Every message's text, in order."""
-        return list(map(self.text, range(len(self._line))))
+        text, extra = self._text, self._extra
+        return [text[a:b] if a >= 0 else extra[-a - 1] for a, b in zip(self._start, self._stop, strict=True)]
 
     def lines(self) -> Sequence[int]:
         """Every message's first log line, in order (ascending)."""
@@ -179,7 +180,7 @@ class _Lines:
     reads it through its prefix), a rewritten line as what was written.
     """
 
-    __slots__ = ("text", "bounds", "n", "prefixes", "fixed")
+    __slots__ = ("bounds", "fixed", "n", "prefixes", "text")
 
     def __init__(self, text: str, bounds: array, n: int) -> None:
         self.text = text
@@ -634,7 +635,25 @@ _TRAILING_SPACE = re.compile(r"[^\S\n]\n")
 
 
 def _rstrip_lines(text: str) -> str:
-    """Every line without its trailing whitespace (the parser's lines are read so)."""
-    if _TRAILING_SPACE.search(text) is None and not (text[-1:].isspace() and text[-1] != "\n"):
+    """Every line without its trailing whitespace (the parser's lines are read so).
+
+    Only the lines that end in whitespace are cut; the text is copied once, if at all.
+    """
+    ends = [m.end() - 1 for m in _TRAILING_SPACE.finditer(text)]  # their newlines
+    tail = text[-1:].isspace() and text[-1] != "\n"
+    if not ends and not tail:
         return text
-    return "\n".join([ln.rstrip() for ln in text.split("\n")])
+    pieces: list[str] = []
+    done = 0
+    for newline in ends:
+        cut = newline
+        while cut > done and text[cut - 1] != "\n" and text[cut - 1].isspace():
+            cut -= 1
+        pieces.append(text[done:cut])
+        done = newline
+    rest = text[done:]
+    if tail:
+        last = rest.rfind("\n") + 1
+        rest = rest[:last] + rest[last:].rstrip()
+    pieces.append(rest)
+    return "".join(pieces)
