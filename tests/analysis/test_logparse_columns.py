@@ -133,3 +133,12 @@ def test_lines_are_read_without_their_trailing_whitespace(text: str) -> None:
     from app.analysis.logparse.messages import _rstrip_lines
 
     assert _rstrip_lines(text) == "\n".join(ln.rstrip() for ln in text.split("\n"))
+
+
+def test_the_odd_whitespace_list_is_all_whitespace_but_space_and_newline() -> None:
+    import sys
+
+    from app.analysis.logparse.messages import _ODD_SPACE
+
+    every = {chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace()}
+    assert set(_ODD_SPACE) == every - {" ", "\n"}

@@ -526,7 +526,8 @@ def _detect(lines: Sequence[str]) -> int | None:
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\)?")
 # CI services' workflow commands: GitHub/Azure `##[group]`, `##[error]`, `::error file=x::`, `::endgroup::`
 _CI_MARKER = re.compile(r"^(?:##\[[a-z]+\]|::[a-z-]+(?: [^:\n]*)?::)", re.MULTILINE)
-_CI_MARKER_HINT = re.compile(r"^(?:##\[|::[a-z])", re.MULTILINE)
+# at the text's start or after a newline: a literal first character the scan jumps to
+_CI_MARKER_HINT = re.compile(r"\n(?:##\[|::[a-z])")
 
 
 def clean_text(text: str) -> str:
@@ -543,7 +544,7 @@ def clean_text(text: str) -> str:
         text = text.replace("\r\n", "\n")
         if "\r" in text:
             text = "\n".join(_last_overwrite(ln) if "\r" in ln else ln for ln in text.split("\n"))
-    if _CI_MARKER_HINT.search(text):
+    if text.startswith(("##[", "::")) or _CI_MARKER_HINT.search(text):
         text = _CI_MARKER.sub("", text)
     return text
 

@@ -631,29 +631,38 @@ def parse_log(text: str, *, prefix_format: str | None = None, max_lines: int | N
 
 
 _NEWLINE = re.compile("\n")
-_TRAILING_SPACE = re.compile(r"[^\S\n]\n")
+# whitespace (as str.isspace and str.rstrip see it) other than the space and the newline
+_ODD_ASCII_SPACE = "\t\x0b\x0c\r\x1c\x1d\x1e\x1f"
+_ODD_SPACE = (
+    _ODD_ASCII_SPACE
+    + "\x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
+    + "\u2028\u2029\u202f\u205f\u3000"
+)
+_TRAILING_RUN = re.compile(r"[^\S\n](?<![^\S\n][^\S\n])[^\S\n]*+(?=\n|\Z)")
 
 
 def _rstrip_lines(text: str) -> str:
     """Every line without its trailing whitespace (the parser's lines are read so).
 
-    Only the lines that end in whitespace are cut; the text is copied once, if at all.
+    Most logs have no whitespace but spaces and newlines: their trailing spaces are found by a
+    plain substring search. Others take one substitution, tried only from the first character
+    of a whitespace run (the lookbehind), which keeps it linear on long blank runs.
     """
-    ends = [m.end() - 1 for m in _TRAILING_SPACE.finditer(text)]  # their newlines
-    tail = text[-1:].isspace() and text[-1] != "\n"
-    if not ends and not tail:
-        return text
+    odd = _ODD_ASCII_SPACE if text.isascii() else _ODD_SPACE
+    if any(ch in text for ch in odd):
+        return _TRAILING_RUN.sub("", text)
     pieces: list[str] = []
     done = 0
-    for newline in ends:
-        cut = newline
-        while cut > done and text[cut - 1] != "\n" and text[cut - 1].isspace():
+    find = text.find
+    hit = find(" \n")
+    while hit >= 0:
+        cut = hit
+        while cut > done and text[cut - 1] == " ":
             cut -= 1
         pieces.append(text[done:cut])
-        done = newline
-    rest = text[done:]
-    if tail:
-        last = rest.rfind("\n") + 1
-        rest = rest[:last] + rest[last:].rstrip()
-    pieces.append(rest)
+        done = hit + 1
+        hit = find(" \n", hit + 2)
+    if not pieces and not text.endswith(" "):
+        return text
+    pieces.append(text[done:].rstrip(" ") if text.endswith(" ") else text[done:])
     return "".join(pieces)
