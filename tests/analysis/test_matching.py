@@ -227,3 +227,11 @@ def test_running_example_matches_the_paper() -> None:
     assert sorted(result.exe) == expected["L_exe"]
     assert sorted(result.nexe) == expected["L_nexe"]
     assert result.multi == set()
+
+
+@given(st.lists(st.text(alphabet="ab \t\n\xa0\u2028.", max_size=12), max_size=12))
+def test_all_texts_are_normalized_as_each_alone(texts: list[str]) -> None:
+    from app.analysis.matching import _normalized, _normalized_all
+
+    if texts:
+        assert _normalized_all(texts) == [_normalized(t) for t in texts]
