@@ -117,6 +117,62 @@ def log_for(script: Script, lines: int, seed: int = 7) -> str:
     return "\n".join(out) + "\n"
 
 
+def parse_logs(lines: int) -> dict[str, str]:
+    """Logs of ``lines`` lines for the log-parsing figures: prefixed (the static-phase log: a
+    timestamp, level and logger, some unprefixed value lines, a final traceback), the same
+    messages without prefixes (plain), and an avocado job log."""
+    prefixed = make_log(make_script(50), lines)
+    plain = "\n".join(ln.split(": ", 1)[-1] if ln.startswith("2024-") else ln for ln in prefixed.split("\n"))
+    avocado = "\n".join(
+        f"2017-09-16 16:38:59,{i % 1000:03d} stacktrace       L{i % 90:04d} INFO | step {i}: value {i * 7}"
+        for i in range(lines)
+    )
+    return {"prefixed": prefixed, "plain": plain, "avocado": avocado + "\n"}
+
+
+def measure_log(name: str, text: str, repeat: int) -> dict[str, Any]:
+    """Median microseconds per line of ``parse_log`` and its peak traced memory over the log's size."""
+    import gc
+
+    from app.analysis.logparse import parse_log
+
+    lines = text.count("\n") or 1
+    gc.collect()
+    ms = _median_ms(lambda: parse_log(text), repeat)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        parse_log(text)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    size = len(text.encode("utf-8"))
+    return {
+        "log": name,
+        "lines": lines,
+        "log_bytes": size,
+        "us_per_line": round(ms * 1000 / lines, 3),
+        "peak_x_log": round(peak / max(size, 1), 2),
+    }
+
+
+def log_rows(lines: int, repeat: int) -> list[dict[str, Any]]:
+    from app.analysis.logparse import parse_log
+
+    parse_log("2024-05-01 10:00:00,000 INFO test: warm\n")  # the format patterns compile on first use
+    return [measure_log(name, text, repeat) for name, text in parse_logs(lines).items()]
+
+
+LOG_HEADER = f"{'log':<10} {'lines':>8} {'MB':>6} {'us/line':>8} {'peak/size':>9}"
+
+
+def log_row(r: dict[str, Any]) -> str:
+    return (
+        f"{r['log']:<10} {r['lines']:>8} {r['log_bytes'] / 1e6:>6.1f} {r['us_per_line']:>8.2f}"
+        f" {r['peak_x_log']:>9.2f}"
+    )
+
+
 CLOCKS: dict[str, Callable[[], float]] = {"cpu": time.process_time, "wall": time.perf_counter}
 _clock: list[Callable[[], float]] = [time.process_time]
 
@@ -253,6 +309,19 @@ def run(args: argparse.Namespace) -> int:
     from app.triage import prepare
 
     _clock[0] = CLOCKS[args.clock]
+    if args.logs:
+        logs = log_rows(args.logs, args.repeat)
+        if args.json:
+            json.dump({"repeat": args.repeat, "clock": args.clock, "logs": logs}, sys.stdout, indent=1)
+            sys.stdout.write("\n")
+        else:
+            print(
+                f"log parsing, in-process; median {args.clock} time per line; peak traced memory / log size"
+            )
+            print(LOG_HEADER)
+            for row in logs:
+                print(log_row(row))
+        return 0
     warm = make_script(50)
     prepare([Script(SYNTHETIC_PATH, warm)], make_log(warm, 50), _default_options())  # grammar, queries
     parse_tree(warm)
@@ -299,6 +368,12 @@ def _arguments(p: argparse.ArgumentParser) -> None:
         "--startup",
         action="store_true",
         help="time cold starts instead: `tcfl --version` and a small triage, each a new process",
+    )
+    p.add_argument(
+        "--logs",
+        type=int,
+        metavar="LINES",
+        help="time log parsing instead: us per line and peak memory on plain, prefixed and avocado logs",
     )
     p.add_argument("--json", action="store_true", help="machine-readable rows")
 

@@ -64,3 +64,11 @@ def test_startup_times_each_cold_start(capsys: pytest.CaptureFixture[str]) -> No
     out = json.loads(capsys.readouterr().out)
     assert set(out["startup"]) == {"python_ms", "version_ms", "triage_ms", "triage_store_ms"}
     assert all(value > 0 for value in out["startup"].values())
+
+
+def test_log_parsing_figures_for_each_kind_of_log(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--logs", "300", "--repeat", "1", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["logs"]
+    assert [r["log"] for r in rows] == ["prefixed", "plain", "avocado"]
+    for r in rows:
+        assert r["lines"] >= 290 and r["us_per_line"] > 0 and r["peak_x_log"] > 0
