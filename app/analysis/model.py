@@ -6,6 +6,7 @@ Every step takes some of these and returns new ones; nothing here does I/O. Line
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, NamedTuple
@@ -181,7 +182,7 @@ class Frame:
 
 @dataclass(frozen=True)
 class ParsedLog:
-    messages: tuple[LogMessage, ...]
+    messages: Sequence[LogMessage]  # logparse.LogMessages: columns over the log's text
     frames: tuple[Frame, ...]  # every frame of every traceback, outermost first within each
     error_message: str
     warnings: tuple[str, ...] = ()
