@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from app.analysis.logparse import LogMessages
 from app.analysis.model import LogStatement, MatchResult, ParsedLog
 
 LEVEL_RANK = {
@@ -60,7 +61,9 @@ def log_coverage(statements: Sequence[LogStatement], match: MatchResult, log: Pa
                 "missing messages are not taken as not executed",
             ),
         )
-    levelled = [m.level for m in log.messages if m.level]
+    messages = log.messages
+    levels = messages.levels() if isinstance(messages, LogMessages) else [m.level for m in messages]
+    levelled = [level for level in levels if level]  # the column: no message objects made
     if len(levelled) < max(3, len(log.messages) // 2):
         return Coverage(frozenset(), ())
     lowest = min(LEVEL_RANK.get(level.upper(), 20) for level in levelled)
