@@ -82,3 +82,32 @@ def test_options_validate_the_prompt_style_and_budget() -> None:
         TriageOptions(prompt_budget=-1).validated()
     with pytest.raises(ValueError, match="unknown prompt style"):
         failure_context(parse_log("x\n"), (), style="long")
+
+
+WINDOW_LINES = [
+    "2024-05-01 10:00:00,000 INFO test: step {w}",
+    "2024-05-01 10:00:00,000 ERROR test: ValueError: {w}",
+    "ValueError: {w}",
+    "Traceback (most recent call last):",
+    '  File "/ci/tests/test_a.py", line 3, in test_a',
+    "    run({w})",
+    "value {w}",
+    "",
+]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    lines=st.lists(
+        st.tuples(st.sampled_from(WINDOW_LINES), st.text(alphabet="ab1 ", max_size=8)), max_size=40
+    ),
+    budget=st.integers(0, 200),
+)
+def test_the_window_from_the_message_columns_equals_the_one_from_message_objects(
+    lines: list[tuple[str, str]], budget: int
+) -> None:
+    from dataclasses import replace
+
+    parsed = parse_log("\n".join(line.format(w=w) for line, w in lines))
+    as_objects = replace(parsed, messages=tuple(parsed.messages))
+    assert failure_context(parsed, (), budget=budget) == failure_context(as_objects, (), budget=budget)
