@@ -463,10 +463,11 @@ class HistoryStore:
                 counts = [
                     session.execute(select(func.count()).select_from(doomed.subquery())).scalar_one(),
                     *(
-                        session.execute(
-                            select(func.count(RunRow.id)).where(where, RunRow.id.not_in(doomed))
+                        session.execute(select(func.count(RunRow.id)).where(where)).scalar_one()
+                        - session.execute(  # the runs that stay: an anti-join would not hash
+                            select(func.count(RunRow.id)).where(where, RunRow.id.in_(doomed))
                         ).scalar_one()
-                        for where in (fail_logs, pass_logs)  # of the runs that stay
+                        for where in (fail_logs, pass_logs)
                     ),
                 ]
             else:
@@ -644,34 +645,46 @@ def _retention_doomed(keep_runs: int, cutoff: datetime) -> Any:
         RunRow.started_at,
         func.row_number().over(partition_by=RunRow.test_id, order_by=newest_first).label("pos"),
     ).subquery()
-    passes = (
-        select(
-            RunRow.test_id,
-            RunRow.started_at,
-            RunRow.id,
-            func.row_number().over(partition_by=RunRow.test_id, order_by=newest_first).label("r"),
-        )
+    # Anchors by hash aggregates (no sort over all runs): the last pass is the newest pass's time,
+    # ties to the highest id; the first bad, the earliest failure after it, ties to the lowest id.
+    pass_at = (
+        select(RunRow.test_id, func.max(RunRow.started_at).label("at"))
         .where(RunRow.verdict == "pass")
-        .subquery()
+        .group_by(RunRow.test_id)
+        .cte("pass_at")
     )
-    last_pass = select(passes.c.test_id, passes.c.started_at, passes.c.id).where(passes.c.r == 1).subquery()
-    after = or_(
-        last_pass.c.id.is_(None),
-        RunRow.started_at > last_pass.c.started_at,
-        and_(RunRow.started_at == last_pass.c.started_at, RunRow.id > last_pass.c.id),
+    last_pass = (
+        select(RunRow.test_id, pass_at.c.at, func.max(RunRow.id).label("id"))
+        .join(pass_at, and_(pass_at.c.test_id == RunRow.test_id, pass_at.c.at == RunRow.started_at))
+        .where(RunRow.verdict == "pass")
+        .group_by(RunRow.test_id, pass_at.c.at)
+        .cte("last_pass")
     )
-    failures = (
-        select(
-            RunRow.id,
-            func.row_number()
-            .over(partition_by=RunRow.test_id, order_by=(RunRow.started_at, RunRow.id))
-            .label("r"),
+    after_pass = and_(
+        RunRow.verdict.in_(FAILING),
+        or_(
+            last_pass.c.id.is_(None),
+            RunRow.started_at > last_pass.c.at,
+            and_(RunRow.started_at == last_pass.c.at, RunRow.id > last_pass.c.id),
+        ),
+    )
+    with_pass = RunRow.__table__.outerjoin(last_pass, last_pass.c.test_id == RunRow.test_id)
+    bad_at = (
+        select(RunRow.test_id, func.min(RunRow.started_at).label("at"))
+        .select_from(with_pass)
+        .where(after_pass)
+        .group_by(RunRow.test_id)
+        .cte("bad_at")
+    )
+    first_bad = (
+        select(func.min(RunRow.id))
+        .select_from(
+            with_pass.join(bad_at, and_(bad_at.c.test_id == RunRow.test_id, bad_at.c.at == RunRow.started_at))
         )
-        .select_from(RunRow.__table__.outerjoin(last_pass, last_pass.c.test_id == RunRow.test_id))
-        .where(RunRow.verdict.in_(FAILING), after)
-        .subquery()
+        .where(after_pass)
+        .group_by(RunRow.test_id)
     )
-    anchors = union(select(last_pass.c.id), select(failures.c.id).where(failures.c.r == 1))
+    anchors = union(select(last_pass.c.id), first_bad)
     return select(ranked.c.id).where(
         ranked.c.pos > keep_runs, ranked.c.started_at < cutoff, ranked.c.id.not_in(anchors)
     )
