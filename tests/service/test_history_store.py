@@ -173,3 +173,16 @@ def test_retention_moves_a_tests_last_run_back_when_its_newest_run_goes(history:
     assert history.apply_retention(now, keep_runs=0, keep_days=1)["runs"] == 1
     (test,) = history.tests()
     assert test["runs"] == 2 and test["last_run_at"].startswith("2026-01-01T01:00:00")
+
+
+def test_retention_anchors_break_time_ties_by_arrival(history: HistoryStore) -> None:
+    at = datetime(2026, 1, 1, tzinfo=UTC).isoformat()
+    later = (datetime(2026, 1, 1, tzinfo=UTC) + timedelta(hours=1)).isoformat()
+    runs = [
+        record(n, v, started_at=when)
+        for n, (v, when) in enumerate([("pass", at), ("pass", at), ("fail", later), ("fail", later)])
+    ]
+    ids = [r["run_id"] for r in history.add_runs([parse_run(r) for r in runs])]
+    assert history.apply_retention(datetime(2026, 6, 1, tzinfo=UTC), keep_days=1, keep_runs=0)["runs"] == 2
+    page = history.history("tests/test_answer.py::test_answer")
+    assert page is not None and sorted(r["id"] for r in page["runs"]) == [ids[1], ids[2]]
