@@ -26,6 +26,7 @@ import hashlib
 import json
 import os
 import random
+import signal
 import statistics
 import subprocess
 import sys
@@ -372,6 +373,7 @@ def main() -> int:
     parser.add_argument("--no-retention", action="store_true", help="leave the store as built")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stopped: the server and scratch go too
     report: dict[str, Any] = {"tests": args.tests, "runs_per_test": args.runs}
     with tempfile.TemporaryDirectory() as scratch:
         url = args.db or f"sqlite:///{Path(scratch) / 'bench.db'}"
