@@ -596,7 +596,9 @@ def parse_log(text: str, *, prefix_format: str | None = None, max_lines: int | N
     if max_lines is not None and n > max_lines:
         offset = n - max_lines
         warnings.append(f"the log has {n} lines; only the last {max_lines} were read")
-        bounds = bounds[offset:]
+        base = bounds[offset]
+        text = text[base:]  # the messages keep what was read, not the whole log
+        bounds = array(bounds.typecode, (b - base for b in bounds[offset:]))
         n = max_lines
     lines = _Lines(text, bounds, n)
 
