@@ -1,17 +1,152 @@
-"""All configuration, read once from the environment (prefix ``TCFL_``) or a ``.env`` file."""
+"""All configuration, read once from the environment (prefix ``TCFL_``) or a ``.env`` file.
+
+A plain class filled and checked by hand, not a pydantic(-settings) model: those cost about
+75 ms to import and build (pydantic-settings alone 85 ms more), most of a CLI triage's cold
+start, for a flat record of strings and numbers. The rules are pydantic-settings' ones: names
+are case-insensitive, the environment wins over ``.env``, keyword arguments win over both,
+unknown names are ignored, strings are converted to the field's type, and a bad value raises
+``SettingsError`` (a ``ValueError``) naming the field.
+"""
 
 from __future__ import annotations
 
+import copy
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from functools import lru_cache
-
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pathlib import Path
+from typing import Any
 
 from app.analysis.limits import CostLimits
 
+ENV_PREFIX = "tcfl_"
+ENV_FILE = ".env"
+_TRUE = frozenset({"1", "on", "t", "true", "y", "yes"})
+_FALSE = frozenset({"0", "off", "f", "false", "n", "no"})
 
-class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="TCFL_", env_file=".env", extra="ignore")
+
+class SettingsError(ValueError):
+    """A setting with a value of the wrong type or out of range; ``errors()`` as pydantic gives them."""
+
+    def __init__(self, name: str, message: str) -> None:
+        super().__init__(f"{name}: {message}")
+        self.name = name
+        self.message = message
+
+    def errors(self) -> list[dict[str, Any]]:
+        return [{"loc": (self.name,), "msg": self.message}]
+
+
+@dataclass(frozen=True)
+class _Field:
+    default: Any = None
+    default_factory: Callable[[], Any] | None = None
+    gt: float | None = None
+    ge: float | None = None
+    description: str = ""
+
+
+def Field(
+    default: Any = None,
+    *,
+    default_factory: Callable[[], Any] | None = None,
+    gt: float | None = None,
+    ge: float | None = None,
+    description: str = "",
+) -> Any:
+    return _Field(default, default_factory, gt, ge, description)
+
+
+def _number(kind: type, name: str, value: Any) -> Any:
+    what = "an integer" if kind is int else "a number"
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise SettingsError(name, f"Input should be a valid {'integer' if kind is int else 'number'}")
+    if isinstance(value, str):
+        try:
+            return kind(value.strip())
+        except ValueError:
+            raise SettingsError(
+                name, f"Input should be a valid {what.split()[-1]}, unable to parse string as {what}"
+            ) from None
+    if kind is int and isinstance(value, float):
+        if not value.is_integer():
+            raise SettingsError(name, "Input should be a valid integer, got a number with a fractional part")
+        return int(value)
+    return kind(value)
+
+
+def _convert(name: str, kind: str, value: Any) -> Any:
+    optional = kind.endswith(" | None")
+    base = kind.removesuffix(" | None")
+    if value is None:
+        if optional:
+            return None
+        raise SettingsError(name, f"Input should be a valid {'string' if base == 'str' else base}")
+    if base == "str":
+        if not isinstance(value, str):
+            raise SettingsError(name, "Input should be a valid string")
+        return value
+    if base == "bool":
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower() if isinstance(value, str | int) else ""
+        if text in _TRUE or text in _FALSE:
+            return text in _TRUE
+        raise SettingsError(name, "Input should be a valid boolean, unable to interpret input")
+    return _number(int if base == "int" else float, name, value)
+
+
+def _check(name: str, spec: _Field, value: Any) -> Any:
+    if spec.gt is not None and value is not None and not value > spec.gt:
+        raise SettingsError(name, f"Input should be greater than {spec.gt}")
+    if spec.ge is not None and value is not None and not value >= spec.ge:
+        raise SettingsError(name, f"Input should be greater than or equal to {spec.ge}")
+    return value
+
+
+class Settings:
+    """Every ``TCFL_*`` setting; build with ``Settings()`` (environment) or ``get_settings()`` (cached)."""
+
+    model_fields: dict[str, _Field]  # name -> declaration, filled below
+    _kinds: dict[str, str]
+
+    def __init__(self, _env_file: str | Path | None = ENV_FILE, **values: Any) -> None:
+        given = {**environment(_env_file), **values}
+        for name, spec in self.model_fields.items():
+            if name in given:
+                value = _check(name, spec, _convert(name, self._kinds[name], given[name]))
+            else:
+                value = spec.default_factory() if spec.default_factory is not None else spec.default
+            object.__setattr__(self, name, value)
+
+    @classmethod
+    def model_construct(cls, **values: Any) -> Settings:
+        """Defaults (and ``values``) without reading the environment or checking anything."""
+        out = cls.__new__(cls)
+        for name, spec in cls.model_fields.items():
+            default = spec.default_factory() if spec.default_factory is not None else spec.default
+            object.__setattr__(out, name, values.get(name, default))
+        return out
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None) -> Settings:
+        """A copy with ``update`` applied, unchecked (flags were checked where they were parsed)."""
+        out = copy.copy(self)
+        for name, value in (update or {}).items():
+            object.__setattr__(out, name, value)
+        return out
+
+    def model_dump(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.model_fields}
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Settings) and self.model_dump() == other.model_dump()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{k}={v!r}" for k, v in self.model_dump().items() if "key" not in k)
+        return f"Settings({shown})"
 
     # storage
     database_url: str = Field(
@@ -116,6 +251,42 @@ def default_database_url() -> str:
     from platformdirs import user_data_path
 
     return f"sqlite:///{Path(user_data_path('tcfl', appauthor=False)) / 'tcfl.db'}"
+
+
+def _declare() -> None:
+    """Collect the field declarations from the class body: name -> (declaration, type text)."""
+    fields: dict[str, _Field] = {}
+    kinds: dict[str, str] = {}
+    for name, kind in Settings.__annotations__.items():
+        if name.startswith("_") or name == "model_fields":
+            continue
+        declared = Settings.__dict__[name]
+        fields[name] = declared if isinstance(declared, _Field) else _Field(declared)
+        kinds[name] = kind
+        delattr(Settings, name)
+    Settings.model_fields = fields
+    Settings._kinds = kinds
+
+
+_declare()
+
+
+def environment(env_file: str | Path | None = ENV_FILE) -> dict[str, str]:
+    """The ``TCFL_*`` values of ``env_file`` (when it exists) overridden by the process environment."""
+    names = Settings.model_fields
+    found: dict[str, str] = {}
+    sources: list[dict[str, str | None]] = []
+    if env_file is not None and Path(env_file).is_file():
+        from dotenv import dotenv_values  # only when there is a file to read
+
+        sources.append(dict(dotenv_values(env_file)))
+    sources.append(dict(os.environ))
+    for source in sources:
+        for key, value in source.items():
+            name = key.lower()
+            if value is not None and name.startswith(ENV_PREFIX) and name[len(ENV_PREFIX) :] in names:
+                found[name[len(ENV_PREFIX) :]] = value
+    return found
 
 
 @lru_cache(maxsize=1)

@@ -114,13 +114,13 @@ def in_flight(concurrency: int | None, settings: Settings) -> int:
 
 
 def _settings(args: argparse.Namespace) -> Settings:
-    from pydantic import ValidationError
+    from app.settings import SettingsError
 
     if args.concurrency is not None and args.concurrency < 1:
         raise UsageError(f"--concurrency must be >= 1, got {args.concurrency}")
     try:
         settings = Settings()
-    except ValidationError as exc:
+    except SettingsError as exc:
         first = exc.errors()[0]
         raise UsageError(f"invalid TCFL_ setting {first['loc']}: {first['msg']}") from None
     if args.model_url:

@@ -133,7 +133,7 @@ def _options(args: argparse.Namespace) -> EvalOptions:
         raise UsageError("--repetitions must be at least 1")
     try:
         triage = resolve_options(get_settings(), ranker=args.ranker)
-    except ValueError as exc:  # pydantic's ValidationError too: a bad TCFL_* setting
+    except ValueError as exc:  # SettingsError too: a bad TCFL_* setting
         raise UsageError(str(exc)) from exc
     return EvalOptions(
         levels=tuple(dict.fromkeys(args.level)) if args.level else LEVELS,

@@ -19,26 +19,22 @@ CHUNK_BYTES = 1 << 20
 
 def _limits() -> tuple[int, int]:
     """(script, log) byte limits: the service's settings, so the CLI refuses what the service refuses."""
-    from pydantic import ValidationError
-
-    from app.settings import Settings
+    from app.settings import Settings, SettingsError
 
     try:
         settings = Settings()
-    except ValidationError:
+    except SettingsError:
         settings = Settings.model_construct()
     return settings.max_script_bytes, settings.max_log_bytes
 
 
 def load_settings() -> Settings:
     """The TCFL_* settings; a bad one is a one-line usage error naming it, not a traceback."""
-    from pydantic import ValidationError
-
-    from app.settings import get_settings
+    from app.settings import SettingsError, get_settings
 
     try:
         return get_settings()
-    except ValidationError as exc:
+    except SettingsError as exc:
         error = exc.errors()[0]
         raise UsageError(f"invalid TCFL_* setting: {error['loc']}: {error['msg']}") from exc
 

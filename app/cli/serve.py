@@ -66,19 +66,18 @@ def check_port(host: str, port: int) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import uvicorn
-    from pydantic import ValidationError
 
     from app.service.api import create_app
     from app.service.logs import configure_logging
     from app.service.store import make_engine, migrate, safe_url
-    from app.settings import Settings
+    from app.settings import Settings, SettingsError
 
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port must be 0-65535, got {args.port}")
     check_port(args.host, args.port)  # before the database, the logs or the app are touched
     try:
         settings = Settings()
-    except ValidationError as exc:
+    except SettingsError as exc:
         raise UsageError(
             f"invalid TCFL_ setting: {exc.errors()[0]['loc']}: {exc.errors()[0]['msg']}"
         ) from None

@@ -10,7 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from app.analysis.logparse import decode_log
-from app.ingest import avocado, joblog, junit, reportlog, subunit
 from app.ingest.base import (
     FAILED,
     MAX_RESULTS_BYTES,
@@ -42,6 +41,8 @@ def read_results(path: Path, fmt: str = "auto") -> Results:
     """Every test run in one results file or avocado job folder; ``IngestError`` when unreadable."""
     if fmt not in FORMATS:
         raise IngestError(f"unknown results format {fmt!r}; one of {', '.join(FORMATS)}")
+    from app.ingest import avocado  # readers load when used: junitparser and subunit are slow imports
+
     if path.is_dir():
         if fmt in ("auto", "avocado") and avocado.sniff_dir(path):
             runs, warnings = avocado.read(path)
@@ -69,6 +70,8 @@ def read_results(path: Path, fmt: str = "auto") -> Results:
 
 def parse_bytes(data: bytes, name: str, fmt: str = "auto") -> Results:
     """A results file's bytes (avocado folders need ``read_results``)."""
+    from app.ingest import joblog, junit, reportlog, subunit
+
     if fmt == "auto":
         fmt = sniff(data)
     if not data.strip():
@@ -92,6 +95,8 @@ def parse_bytes(data: bytes, name: str, fmt: str = "auto") -> Results:
 
 
 def sniff(data: bytes) -> str:
+    from app.ingest import junit, reportlog, subunit
+
     head = data[:4096]
     if subunit.sniff(head):
         return "subunit"

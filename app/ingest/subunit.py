@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import io
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from subunit import ByteStreamToStreamResult
-from testtools import StreamToDict
+if TYPE_CHECKING:
+    from testtools import StreamToDict
 
 from app.ingest.base import MAX_TESTS, IngestError, TestRun, split_params
 
@@ -27,6 +27,10 @@ def sniff(head: bytes) -> bool:
 
 
 def parse(data: bytes, name: str = "stream.subunit") -> list[TestRun]:
+    # python-subunit and testtools (asyncio, unittest.mock) cost ~100 ms to import: only when decoding
+    from subunit import ByteStreamToStreamResult
+    from testtools import StreamToDict
+
     tests: list[dict[str, Any]] = []
     result = StreamToDict(tests.append)
     result.startTestRun()

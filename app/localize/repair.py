@@ -20,8 +20,6 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import Levenshtein
-
 from app.analysis.model import Loc
 from app.analysis.render import Element, RenderedCode, element_for_line
 from app.localize.prompts import RawAnswer
@@ -94,6 +92,8 @@ def _loose_match(answer_id: str, rendered: RenderedCode) -> Element | None:
 
 def closest_line(answer: RawAnswer, rendered: RenderedCode) -> Element | None:
     """The kept line minimizing the documented content-and-position cost, if similar enough."""
+    import Levenshtein  # only model answers need repair; the import costs a CLI triage ~10 ms
+
     wanted = normalize_code(answer.content or "")
     try:
         answered_id = int(answer.id)

@@ -11,7 +11,20 @@ from pathlib import Path
 from app import __version__
 from tests.conftest import RUNNING
 
-HEAVY = ("sqlalchemy", "alembic", "httpx", "networkx", "fastapi", "uvicorn")
+HEAVY = (
+    "sqlalchemy",
+    "alembic",
+    "httpx",
+    "networkx",
+    "fastapi",
+    "uvicorn",
+    "pydantic",
+    "pydantic_settings",
+    "testtools",
+    "subunit",
+    "junitparser",
+    "Levenshtein",
+)
 PROBE = f"""
 import contextlib, io, json, sys
 from app.cli import main
