@@ -148,8 +148,12 @@ def tplus(
     ran_after_failure: frozenset[int] = frozenset(),
     not_run: frozenset[str] = frozenset(),
     quiet: frozenset[int] = frozenset(),
+    explain: bool = True,
 ) -> tuple[set[int], dict[int, Evidence], set[int], set[int]]:
     """The enhanced trace: kept statements, per-statement evidence, call sites inferred exe/nexe.
+
+    Without ``explain`` the evidence is left empty: the proven-state dominators and one record
+    per statement are a third of the trace's cost, and triage reads only the kept set.
 
     ``after_failure``: statements that run after the failure (finally blocks, teardown, cleanups),
     kept whatever termination says; ``ran_after_failure`` among them are known to run. ``not_run``:
@@ -252,6 +256,8 @@ def tplus(
             if s not in kept and fid not in other_tests and fid not in removed:
                 kept.add(s)
                 revived.add(s)
+    if not explain:
+        return kept, {}, inferred_exe, inferred_nexe
     proven: set[int] | None = None
     if opts.proven_states:
         proven = set(exe) | (set(ran_after_failure) & kept)

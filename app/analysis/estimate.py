@@ -367,6 +367,7 @@ def estimate(
             else frozenset(),
             not_run=life.not_run_tests if life is not None and opts.setup_failure else frozenset(),
             quiet=frozenset(quiet),
+            explain=explain,
         )
         ctx.warnings.extend(w for w in plus_ctx.warnings if w not in ctx.warnings)
         kept_lines = to_lines(program, kept_plus)

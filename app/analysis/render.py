@@ -10,6 +10,7 @@ element keeps its original path and lines, so a ranked ID always maps back to so
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from app.analysis.model import Analysis, Block, Loc, Program
 
@@ -43,9 +44,10 @@ class RenderedCode:
     total_lines: int
 
 
-@dataclass(frozen=True)
-class _Owner:
-    """Who a source line belongs to: its function and (where it has one) its basic block."""
+class _Owner(NamedTuple):
+    """Who a source line belongs to: its function and (where it has one) its basic block.
+
+    A named tuple: one is made per code line of every render."""
 
     function: str
     block: int | None
@@ -63,25 +65,29 @@ def render(analysis: Analysis, variant: str, level: str) -> RenderedCode:
     offsets = line_id_offsets(program)
     multi_file = len(program.files) > 1
     text_lines: list[str] = []
-    members: dict[str, list[Loc]] = {}
+    members: dict[str, list[tuple[str, int]]] = {}
     order: list[str] = []
+    kept_by_path: dict[str, list[int]] = {}
+    for path, line in trace.kept:  # (path, line) tuples: Loc is one
+        kept_by_path.setdefault(path, []).append(line)
+    kept_count = 0
     for source in program.files:
+        path, lines, code_lines = source.path, source.lines, source.code_lines
         kept = sorted(
-            line
-            for line in source.code_lines
-            if Loc(source.path, line) in trace.kept and source.lines[line - 1].strip()
+            line for line in kept_by_path.get(path, ()) if line in code_lines and lines[line - 1].strip()
         )
         if not kept:
             continue
+        kept_count += len(kept)
         if multi_file:
-            text_lines.append(FILE_HEADER.format(path=source.path))
+            text_lines.append(FILE_HEADER.format(path=path))
         current: str | None = None
+        offset = offsets[path]
         for line in kept:
-            loc = Loc(source.path, line)
-            code = source.lines[line - 1]
-            owner = owners.get(loc)
+            code = lines[line - 1]
+            owner = owners.get((path, line))
             if level == "line":
-                element_id = str(offsets[source.path] + line)
+                element_id: str | None = str(offset + line)
                 text_lines.append(f"{element_id}: {code}")
             else:
                 if level == "block":
@@ -99,7 +105,7 @@ def render(analysis: Analysis, variant: str, level: str) -> RenderedCode:
                 if element_id not in members:
                     members[element_id] = []
                     order.append(element_id)
-                members[element_id].append(loc)
+                members[element_id].append((path, line))
     elements = tuple(_element(eid, level, members[eid], program) for eid in order)
     return RenderedCode(
         level=level,
@@ -107,7 +113,7 @@ def render(analysis: Analysis, variant: str, level: str) -> RenderedCode:
         text="\n".join(text_lines),
         elements=elements,
         max_element_id=_max_id(elements, level),
-        kept_lines=_kept_count(program, trace.kept),
+        kept_lines=kept_count,
         total_lines=trace.total,
     )
 
@@ -145,8 +151,10 @@ def line_owners(program: Program, blocks: tuple[Block, ...]) -> dict[Loc, _Owner
         blocks_of.setdefault(block.function, []).append(block)
     owners: dict[Loc, _Owner] = {}
     for stmt in program.statements:
+        owner = _Owner(stmt.function, block_of_sid.get(stmt.sid))
+        path = stmt.path
         for line in stmt.lines:
-            owners[Loc(stmt.path, line)] = _Owner(stmt.function, block_of_sid.get(stmt.sid))
+            owners[(path, line)] = owner  # type: ignore[index]  # equal to and hashed as Loc(path, line)
     for function in program.functions:
         for line in function.header_lines:
             loc = Loc(function.path, line)
@@ -193,11 +201,11 @@ def _covering_function(program: Program, loc: Loc) -> str | None:
     return module if best is None else best.fid
 
 
-def _element(eid: str, level: str, locs: list[Loc], program: Program) -> Element:
+def _element(eid: str, level: str, locs: list[tuple[str, int]], program: Program) -> Element:
     """An element spans its kept lines: a block may enclose nested defs that are not part of it."""
-    path = locs[0].path
+    path = locs[0][0]
     source = next(f for f in program.files if f.path == path)
-    lines = tuple(sorted({loc.line for loc in locs if loc.path == path}))
+    lines = tuple(sorted({line for p, line in locs if p == path}))
     code = "\n".join(source.lines[line - 1] for line in lines)
     return Element(eid, level, path, start_line=lines[0], end_line=lines[-1], code=code, lines=lines)
 
@@ -208,12 +216,3 @@ def _max_id(elements: tuple[Element, ...], level: str) -> int | None:
     if level == "line":
         return max(int(e.id) for e in elements)
     return max(int(e.id.split()[1]) for e in elements)
-
-
-def _kept_count(program: Program, kept: frozenset[Loc]) -> int:
-    return sum(
-        1
-        for source in program.files
-        for line in source.code_lines
-        if Loc(source.path, line) in kept and source.lines[line - 1].strip()
-    )

@@ -403,7 +403,9 @@ def parse_program(scripts: Sequence[Script], trees: Sequence[Tree] | None = None
     files: list[SourceFile] = []
     statements: list[Statement] = []
     raw_functions: list[tuple[str, _Func, int]] = []  # (path, func, index of the file's first function)
+    walks: list[tuple[_FileWalk, frozenset[int], int]] = []  # (walk, code lines, first function index)
     warnings: list[str] = []
+    next_sid = 0
     for n, script in enumerate(scripts):
         content = normalize_newlines(script.content)
         text_lines = content.split("\n")
@@ -411,7 +413,7 @@ def parse_program(scripts: Sequence[Script], trees: Sequence[Tree] | None = None
             text_lines.pop()
         tree = trees[n] if trees is not None else parse_tree(content)
         source = content.encode("utf-8", "surrogatepass")
-        walk = _FileWalk(script.path, source, len(statements))
+        walk = _FileWalk(script.path, source, next_sid)
         walk.functions.append(
             _Func(MODULE, MODULE, "module", 0, max(len(text_lines) - 1, 0), [], False, False, None)
         )
@@ -438,27 +440,36 @@ def parse_program(scripts: Sequence[Script], trees: Sequence[Tree] | None = None
                 has_errors=tree.root_node.has_error,
             )
         )
-        func_index_base = len(raw_functions)
+        base = len(raw_functions)
+        walks.append((walk, code_set, base))
+        raw_functions.extend((script.path, fn, base) for fn in walk.functions)
+        next_sid += len(walk.statements)
+    fids = _unique_fids([(path, fn.qualname, fn.start_row) for path, fn, _ in raw_functions])
+    # statements are built once, knowing their function ids (frozen records cost to rebuild)
+    for walk, code_set, base in walks:
         for st in walk.statements:
-            rows = set(range(st.start_row, st.end_row + 1)) | set(st.extra_rows)
-            lines = tuple(sorted(r + 1 for r in rows if r + 1 in code_set))
+            if st.extra_rows:
+                rows = {*range(st.start_row, st.end_row + 1), *st.extra_rows}
+                lines = tuple(sorted(r + 1 for r in rows if r + 1 in code_set))
+            elif st.start_row == st.end_row:
+                lines = (st.start_row + 1,) if st.start_row + 1 in code_set else ()
+            else:
+                lines = tuple(r for r in range(st.start_row + 1, st.end_row + 2) if r in code_set)
             statements.append(
                 Statement(
-                    sid=st.sid,
-                    path=script.path,
-                    function=str(func_index_base + st.function),  # placeholder, renamed below
-                    kind=st.kind,
-                    start_line=st.start_row + 1,
-                    end_line=st.end_row + 1,
-                    lines=lines,
-                    calls=tuple(dict.fromkeys(st.calls)),
-                    parent=st.parent,
-                    body=tuple(st.body),
-                    depth=st.depth,
+                    st.sid,
+                    walk.path,
+                    fids[base + st.function],
+                    st.kind,
+                    st.start_row + 1,
+                    st.end_row + 1,
+                    lines,
+                    tuple(dict.fromkeys(st.calls)) if len(st.calls) > 1 else tuple(st.calls),
+                    st.parent,
+                    tuple(st.body),
+                    st.depth,
                 )
             )
-        raw_functions.extend((script.path, fn, func_index_base) for fn in walk.functions)
-    fids = _unique_fids([(path, fn.qualname, fn.start_row) for path, fn, _ in raw_functions])
     functions: list[Function] = []
     code_by_path = {f.path: f.code_lines for f in files}
     for i, (path, fn, base) in enumerate(raw_functions):
@@ -481,7 +492,6 @@ def parse_program(scripts: Sequence[Script], trees: Sequence[Tree] | None = None
                 parent=parent_fid,
             )
         )
-    statements = [Statement(**{**s.__dict__, "function": fids[int(s.function)]}) for s in statements]
     return Program(
         files=tuple(files), statements=tuple(statements), functions=tuple(functions), warnings=tuple(warnings)
     )
