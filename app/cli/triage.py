@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -180,7 +179,9 @@ def run(args: argparse.Namespace) -> int:
     if history:
         options = replace(options, ranker="history")
     try:
-        result, section = asyncio.run(_triage(scripts, log, options, client, history))
+        result, section = run_coroutine(
+            lambda: _triage(scripts, log, options, client, history), client is None and not history
+        )
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
     result_warnings = [*warnings, *log_warnings, *history_warnings]
@@ -297,6 +298,28 @@ def _history(
     return runs, []
 
 
+def run_coroutine(make: Callable[[], Coroutine[Any, Any, Any]], no_io: bool) -> Any:
+    """The result of ``make()``'s coroutine; with ``no_io`` first tried without an event loop.
+
+    Without a model client a triage awaits nothing that suspends, so its coroutine finishes on
+    its first step and importing asyncio (~20 ms of a ~0.5 s cold start) buys nothing. One that
+    does suspend or needs a running loop is closed and run again under asyncio: the static
+    phase is pure, so running it twice changes nothing but the time.
+    """
+    if no_io:
+        coroutine = make()
+        try:
+            coroutine.send(None)
+        except StopIteration as done:
+            return done.value
+        except RuntimeError:  # asked for the running loop
+            pass
+        coroutine.close()
+    import asyncio
+
+    return asyncio.run(make())
+
+
 async def _triage(
     scripts: list[Script],
     log: str,
@@ -307,6 +330,8 @@ async def _triage(
     """The result, and the history section when the test's runs were fused in."""
     try:
         if history:
+            import asyncio
+
             from app.history.surface import HistoryChoice, triage_with_history
 
             choice = HistoryChoice("auto", options.history_window, options.history_k)
