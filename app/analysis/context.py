@@ -69,23 +69,26 @@ class Context:
     warnings: list[str] = field(default_factory=list)
     fn_by_id: dict[str, Function] = field(default_factory=dict)
 
-    looping: set[int] | None = None
+    looping: dict[str, set[int]] = field(default_factory=dict)  # fid -> its statements on a cycle
 
     def __post_init__(self) -> None:
         self.fn_by_id = {f.fid: f for f in self.program.functions}
 
     def in_loop(self, sid: int) -> bool:
-        """Whether a statement can run more than once per call of its function (it lies on a cycle)."""
-        if self.looping is None:
-            self.looping = set()
-            for fn in self.program.functions:
-                graph = self.graphs[fn.fid]
-                succ = {s: [t for t in graph.all_succ(s) if t >= 0] for s in fn.statements}
-                _comp, members = strongly_connected(succ)
-                for group in members:
-                    if len(group) > 1 or group[0] in succ.get(group[0], ()):
-                        self.looping.update(group)
-        return sid in self.looping
+        """Whether a statement can run more than once per call of its function (it lies on a cycle).
+
+        Decided per function on first use: few functions are ever asked about."""
+        fid = self.program.statements[sid].function
+        looping = self.looping.get(fid)
+        if looping is None:
+            looping = self.looping[fid] = set()
+            graph = self.graphs[fid]
+            succ = {s: [t for t in graph.all_succ(s) if t >= 0] for s in self.fn_by_id[fid].statements}
+            _comp, members = strongly_connected(succ)
+            for group in members:
+                if len(group) > 1 or group[0] in succ.get(group[0], ()):
+                    looping.update(group)
+        return sid in looping
 
     def functions(self) -> Iterable[Function]:
         return (f for f in self.program.functions if f.statements)

@@ -99,6 +99,10 @@ def _walk(
             return set(), ""  # never entered: its first statement did not run
         note = "its first statement did not run, yet others did: kept whole"
         return set(fn.statements), note
+    if stop is None and not any(s in exe or s in nexe for s in fn.statements):
+        # nothing known and no stop: the one-element chain keeps all that is reachable (the walk
+        # below would find the same, components and all)
+        return _reachable_all(succ, graph.entry, fn), ""
     if not walk_semantics:
         for u, v in back_edges(succ, graph.entry):
             succ[u].remove(v)

@@ -10,7 +10,11 @@ from collections import deque
 
 
 def strongly_connected(succ: dict[int, list[int]]) -> tuple[dict[int, int], list[list[int]]]:
-    """Tarjan's SCCs, iteratively; components are numbered in reverse topological order."""
+    """Tarjan's SCCs, iteratively; components are numbered in reverse topological order.
+
+    A node's low link lives in a local while its edges are scanned (it runs once per flow graph
+    per estimation round, on every function: the hottest loop of the trace).
+    """
     index: dict[int, int] = {}
     low: dict[int, int] = {}
     on_stack: set[int] = set()
@@ -30,32 +34,46 @@ def strongly_connected(succ: dict[int, list[int]]) -> tuple[dict[int, int], list
                 stack.append(node)
                 on_stack.add(node)
             outs = succ[node]
+            n = len(outs)
+            lo = low[node]
             recurse = False
-            while i < len(outs):
+            while i < n:
                 nxt = outs[i]
                 i += 1
                 if nxt not in index:
+                    low[node] = lo
                     work.append((node, i))
                     work.append((nxt, 0))
                     recurse = True
                     break
                 if nxt in on_stack:
-                    low[node] = min(low[node], index[nxt])
+                    j = index[nxt]
+                    if j < lo:
+                        lo = j
             if recurse:
                 continue
-            if low[node] == index[node]:
-                group: list[int] = []
-                while True:
-                    w = stack.pop()
-                    on_stack.discard(w)
-                    comp[w] = len(members)
-                    group.append(w)
-                    if w == node:
-                        break
-                members.append(group)
+            low[node] = lo
+            if lo == index[node]:
+                number = len(members)
+                if stack[-1] == node:  # a component of one node: the common case
+                    stack.pop()
+                    on_stack.discard(node)
+                    comp[node] = number
+                    members.append([node])
+                else:
+                    group: list[int] = []
+                    while True:
+                        w = stack.pop()
+                        on_stack.discard(w)
+                        comp[w] = number
+                        group.append(w)
+                        if w == node:
+                            break
+                    members.append(group)
             if work:
                 parent = work[-1][0]
-                low[parent] = min(low[parent], low[node])
+                if lo < low[parent]:
+                    low[parent] = lo
     return comp, members
 
 

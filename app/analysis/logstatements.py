@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from importlib import resources
@@ -117,13 +117,19 @@ _LOGGING = compile_patterns(p for p in DEFAULT_LOG_FUNCTIONS if p != "print")
 
 
 def find_log_statements(
-    root: Node, path: str, patterns: Sequence[str] = DEFAULT_LOG_FUNCTIONS
+    root: Node,
+    path: str,
+    patterns: Sequence[str] = DEFAULT_LOG_FUNCTIONS,
+    callees: Iterable[Node] | None = None,
 ) -> list[LogStatement]:
-    """Every call under ``root`` whose callee matches ``patterns``, in source order, with its static parts."""
+    """Every call under ``root`` whose callee matches ``patterns``, in source order, with its static parts.
+
+    ``callees``: the name or attribute nodes in the function position of every call under
+    ``root`` (``source.call_captures``'s ``callee``), when the caller already queried them.
+    """
     matcher = compile_patterns(patterns)
     found: list[tuple[int, LogStatement]] = []
-    for _, captures in QueryCursor(_log_call_query()).matches(root):
-        call, callee_node, args = captures["call"][0], captures["callee"][0], captures["arguments"][0]
+    for call, callee_node, args in _calls(root, callees):
         callee = _WHITESPACE.sub("", _text(callee_node))
         if not matcher(callee):
             continue
@@ -138,6 +144,19 @@ def find_log_statements(
         found.append((call.start_byte, statement))
     found.sort(key=lambda item: (item[0], item[1].end_line))
     return [statement for _, statement in found]
+
+
+def _calls(root: Node, callees: Iterable[Node] | None) -> Iterator[tuple[Node, Node, Node]]:
+    """(call, callee, arguments) of every call whose callee is a name or an attribute."""
+    if callees is None:
+        for _, captures in QueryCursor(_log_call_query()).matches(root):
+            yield captures["call"][0], captures["callee"][0], captures["arguments"][0]
+        return
+    for callee in callees:
+        call = callee.parent
+        args = None if call is None else call.child_by_field_name("arguments")
+        if call is not None and args is not None:
+            yield call, callee, args
 
 
 @cache

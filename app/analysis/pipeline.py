@@ -24,7 +24,15 @@ from app.analysis.logstatements import DEFAULT_LOG_FUNCTIONS, find_log_statement
 from app.analysis.matching import match_messages
 from app.analysis.model import Analysis, Frame, LogStatement, Program, Script
 from app.analysis.selection import is_test_function, select_tests
-from app.analysis.source import LineIndex, line_index, normalize_newlines, parse_program, parse_tree
+from app.analysis.source import (
+    Captures,
+    LineIndex,
+    call_captures,
+    line_index,
+    normalize_newlines,
+    parse_program,
+    parse_tree,
+)
 
 
 def analyze(
@@ -86,10 +94,11 @@ def _analyze(
     if len(set(paths)) != len(paths):
         raise ValueError("two scripts share a path; each submitted file needs its own path")
     trees = [parse_tree(normalize_newlines(s.content)) for s in scripts]
-    program = parse_program(scripts, trees)
+    captures = [call_captures(tree) for tree in trees]  # one query per script, for calls and logging
+    program = parse_program(scripts, trees, captures)
     patterns = tuple(dict.fromkeys((*DEFAULT_LOG_FUNCTIONS, *log_functions)))
     index = line_index(program)
-    log_statements = _log_statements(index, scripts, trees, patterns)
+    log_statements = _log_statements(index, scripts, trees, captures, patterns)
     parsed = parse_log(log, prefix_format=prefix_format)
     warnings: list[str] = [*program.warnings, *parsed.warnings]
 
@@ -158,11 +167,16 @@ def _analyze(
 
 
 def _log_statements(
-    index: LineIndex, scripts: Sequence[Script], trees: Sequence[Tree], patterns: tuple[str, ...]
+    index: LineIndex,
+    scripts: Sequence[Script],
+    trees: Sequence[Tree],
+    captures: Sequence[Captures],
+    patterns: tuple[str, ...],
 ) -> list[LogStatement]:
     out: list[LogStatement] = []
-    for script, tree in zip(scripts, trees, strict=True):
-        for ls in find_log_statements(tree.root_node, script.path, patterns):
+    for script, tree, found in zip(scripts, trees, captures, strict=True):
+        callees = found.get("callee", [])
+        for ls in find_log_statements(tree.root_node, script.path, patterns, callees):
             st = index.get((script.path, ls.line))
             if st is not None:  # built directly: dataclasses.replace costs 10x a constructor call
                 out.append(LogStatement(ls.path, ls.line, ls.end_line, ls.callee, ls.parts, st.sid))

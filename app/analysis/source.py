@@ -82,6 +82,15 @@ def _calls_query() -> Query:
     return Query(language(), text)
 
 
+Captures = dict[str, list[Node]]
+
+
+def call_captures(tree: Tree) -> Captures:
+    """The calls query's captures (``callee``, ``ref``): one walk of the tree serves the call sites
+    here and the log statements (``find_log_statements(callees=...)``), a third of a parse each."""
+    return QueryCursor(_calls_query()).captures(tree.root_node)
+
+
 def parse_tree(content: str) -> Tree:
     """Parse one file; tree-sitter recovers from syntax errors, so this never raises."""
     return Parser(language()).parse(content.encode("utf-8", "surrogatepass"))
@@ -329,13 +338,12 @@ def _text(source: bytes, node: Node) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def _collect_calls(walk: _FileWalk, tree: Tree) -> None:
+def _collect_calls(walk: _FileWalk, captures: Captures) -> None:
     """Give every statement the names it calls (or passes as callbacks) in its own byte range."""
     if not walk.statements:
         return
     owners = sorted(walk.statements, key=lambda s: s.own[0])
     starts = [s.own[0] for s in owners]
-    captures = QueryCursor(_calls_query()).captures(tree.root_node)
     for nodes in captures.values():
         for node in nodes:
             i = bisect.bisect_right(starts, node.start_byte) - 1
@@ -395,10 +403,15 @@ def normalize_newlines(content: str) -> str:
     return content.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def parse_program(scripts: Sequence[Script], trees: Sequence[Tree] | None = None) -> Program:
+def parse_program(
+    scripts: Sequence[Script],
+    trees: Sequence[Tree] | None = None,
+    captures: Sequence[Captures] | None = None,
+) -> Program:
     """Parse every script of a case; element ids are unique across files.
 
-    ``trees`` lets a caller that already parsed the scripts (after ``normalize_newlines``) reuse them.
+    ``trees`` lets a caller that already parsed the scripts (after ``normalize_newlines``) reuse
+    them, and ``captures`` their ``call_captures``.
     """
     files: list[SourceFile] = []
     statements: list[Statement] = []
@@ -420,7 +433,7 @@ def parse_program(scripts: Sequence[Script], trees: Sequence[Tree] | None = None
         walk.walk(tree.root_node)
         code_rows = [i for i, line in enumerate(text_lines) if line.strip()]
         _attach_loose_lines(walk, code_rows)
-        _collect_calls(walk, tree)
+        _collect_calls(walk, captures[n] if captures is not None else call_captures(tree))
         code_set = frozenset(r + 1 for r in code_rows)
         if tree.root_node.has_error:
             warnings.append(

@@ -18,6 +18,7 @@ from app.analysis.logstatements import (
     find_log_statements,
 )
 from app.analysis.model import LogStatement
+from app.analysis.source import call_captures, normalize_newlines, parse_tree
 
 EXAMPLE = Path(__file__).parents[1] / "data" / "running-example"
 PARSER = Parser(Language(tree_sitter_python.language()))
@@ -247,3 +248,24 @@ def test_never_raises_on_arbitrary_text(source: str) -> None:
 def test_string_literals_round_trip(pieces: list[str]) -> None:
     literals = " ".join(repr(p) for p in pieces)  # implicit concatenation of Python-quoted literals
     assert parts_of(f"logging.info({literals})") == ("".join(pieces),)
+
+
+# ---------------------------------------------------------------------------------------------
+# the pipeline's shared calls query
+# ---------------------------------------------------------------------------------------------
+
+DATA = Path(__file__).parents[1] / "data"
+
+
+@pytest.mark.parametrize(
+    "script",
+    sorted(p for p in DATA.rglob("*.py") if p.is_file()),
+    ids=lambda p: str(p.relative_to(DATA)),
+)
+def test_callees_from_the_calls_query_find_the_same_log_statements(script: Path) -> None:
+    """The pipeline hands find_log_statements the calls query's callees: same statements as its own query."""
+    tree = parse_tree(normalize_newlines(script.read_text(encoding="utf-8", errors="replace")))
+    patterns = (*DEFAULT_LOG_FUNCTIONS, "Log.log", "self.*.info")
+    callees = call_captures(tree).get("callee", [])
+    own = find_log_statements(tree.root_node, script.name, patterns)
+    assert find_log_statements(tree.root_node, script.name, patterns, callees) == own
