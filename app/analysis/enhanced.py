@@ -14,10 +14,10 @@ from app.analysis.cfg import EXIT, RAISE, FlowGraph
 from app.analysis.context import Context, known_evidence
 from app.analysis.graphs import back_edges, chain_between, reachable, reverse_topological, strongly_connected
 from app.analysis.model import Evidence, Frame, Function, State, StmtKind
-from app.analysis.source import line_index
+from app.analysis.source import LineIndex, line_index
 
 
-def _stops(ctx: Context, frames: Sequence[Frame]) -> dict[str, int]:
+def _stops(ctx: Context, frames: Sequence[Frame], index: LineIndex | None = None) -> dict[str, int]:
     """Where each function in a traceback stopped: the innermost frame at the error, others at the call.
 
     Every traceback counts (a test cancelled in its body and then failing in tearDown leaves two);
@@ -25,7 +25,8 @@ def _stops(ctx: Context, frames: Sequence[Frame]) -> dict[str, int]:
     read too.
     """
     stops: dict[str, int] = {}
-    index = line_index(ctx.program)
+    if index is None:
+        index = line_index(ctx.program)
     for frame in sorted(frames, key=lambda f: f.traceback):
         st = index.get((frame.path, frame.line))
         if st is not None:
@@ -153,10 +154,12 @@ def tplus(
     not_run: frozenset[str] = frozenset(),
     quiet: frozenset[int] = frozenset(),
     explain: bool = True,
+    index: LineIndex | None = None,
 ) -> tuple[set[int], dict[int, Evidence], set[int], set[int]]:
     """The enhanced trace: kept statements, per-statement evidence, call sites inferred exe/nexe.
 
-    Without ``explain`` the evidence is left empty: the proven-state dominators and one record
+    ``index``: the program's ``line_index`` when the caller has it. Without ``explain`` the
+    evidence is left empty: the proven-state dominators and one record
     per statement are a third of the trace's cost, and triage reads only the kept set.
 
     ``after_failure``: statements that run after the failure (finally blocks, teardown, cleanups),
@@ -168,7 +171,7 @@ def tplus(
     program = ctx.program
     exe = set(ctx.exe)
     nexe = set(ctx.nexe) - exe
-    stops = _stops(ctx, frames)
+    stops = _stops(ctx, frames, index)
     hard_stops = _terminal_stops(ctx, stops, sites) if opts.termination else {}
     helper_fids = {f.fid for f in helpers(program, sites)}
     funcs = list(ctx.functions())

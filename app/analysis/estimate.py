@@ -28,6 +28,7 @@ from app.analysis.model import (
     State,
     Trace,
 )
+from app.analysis.source import LineIndex
 
 __all__ = ["EstimateOptions", "Estimation", "estimate", "estimate_all", "to_lines"]
 
@@ -277,6 +278,7 @@ def estimate(
     variants: Collection[str] | None = None,
     sites: dict[str, tuple[int, ...]] | None = None,
     life: Lifecycle | None = None,
+    index: LineIndex | None = None,
 ) -> Estimation:
     """The faithful variants of the paper plus ``tplus``, from Algorithm 1's output.
 
@@ -368,6 +370,7 @@ def estimate(
             not_run=life.not_run_tests if life is not None and opts.setup_failure else frozenset(),
             quiet=frozenset(quiet),
             explain=explain,
+            index=index,
         )
         ctx.warnings.extend(w for w in plus_ctx.warnings if w not in ctx.warnings)
         kept_lines = to_lines(program, kept_plus)

@@ -149,6 +149,7 @@ def _analyze(
         variants=variants,
         sites=sites,
         life=life,
+        index=index,
     )
     warnings.extend(estimation.warnings)
     return Analysis(
