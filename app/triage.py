@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from app.analysis.context import REFINEMENTS, EstimateOptions
 from app.analysis.grounding import missing_evidence
+from app.analysis.limits import CostLimits
 from app.analysis.model import Script
 from app.analysis.pipeline import analyze
 from app.analysis.render import render
@@ -30,11 +31,17 @@ if TYPE_CHECKING:
 
 
 def prepare(
-    scripts: Sequence[Script], log: str, options: TriageOptions, *, explain: bool = False
+    scripts: Sequence[Script],
+    log: str,
+    options: TriageOptions,
+    *,
+    explain: bool = False,
+    limits: CostLimits | None = None,
 ) -> RankRequest:
     """The static phase (no I/O): analysis, rendered code and prompt; ``ValueError`` for bad options.
 
-    ``explain`` keeps each line's reason (for the stored snapshot the dashboard shows)."""
+    ``explain`` keeps each line's reason (for the stored snapshot the dashboard shows); ``limits``
+    refuses a case over them (``InputTooCostly``) before the analysis runs."""
     opts = options.validated()
     refinements_off = [name for name in opts.disabled_channels if name in REFINEMENTS]
     analysis = analyze(
@@ -45,6 +52,7 @@ def prepare(
         variants=(opts.trace,),
         explain=explain,
         options=EstimateOptions().without(refinements_off) if refinements_off else None,
+        limits=limits,
     )
     rendered = render(analysis, opts.trace, opts.level)
     prompt_rendered = rendered
@@ -57,11 +65,17 @@ def prepare(
 
 
 async def triage(
-    scripts: Sequence[Script], log: str, options: TriageOptions, *, client: Any | None
+    scripts: Sequence[Script],
+    log: str,
+    options: TriageOptions,
+    *,
+    client: Any | None,
+    limits: CostLimits | None = None,
 ) -> TriageResult:
-    """Rank the ``options.k`` most suspicious elements; ``ValueError`` for bad options."""
+    """Rank the ``options.k`` most suspicious elements; ``ValueError`` for bad options or a case
+    over ``limits``."""
     started = time.perf_counter()
-    request = prepare(scripts, log, options)
+    request = prepare(scripts, log, options, limits=limits)
     return await rank(request, client=client, started=started)
 
 

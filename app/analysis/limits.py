@@ -46,17 +46,37 @@ class CostLimits:
 
 
 class InputTooCostly(ValueError):
-    """The case exceeds a cost limit; the message names the limit and the setting."""
+    """The case exceeds a cost limit; the message names the limit, ``setting`` the field of it."""
+
+    def __init__(self, message: str, setting: str = "") -> None:
+        super().__init__(message)
+        self.setting = setting
+
+    def __reduce__(self) -> tuple[type[InputTooCostly], tuple[str, str]]:
+        return type(self), (str(self), self.setting)  # crosses the analysis worker pool whole
 
 
 def check_text(scripts: Sequence[Script], log: str, limits: CostLimits) -> None:
     """Line counts, cheap enough to check before a request is even stored."""
     lines = sum(s.content.count("\n") + 1 for s in scripts)
     if lines > limits.max_script_lines:
-        raise InputTooCostly(f"the scripts have {lines} lines; max_script_lines={limits.max_script_lines}")
+        raise InputTooCostly(
+            f"the scripts have {lines} lines; max_script_lines={limits.max_script_lines}", "max_script_lines"
+        )
     log_lines = log.count("\n") + 1
     if log_lines > limits.max_log_lines:
-        raise InputTooCostly(f"the log has {log_lines} lines; max_log_lines={limits.max_log_lines}")
+        raise InputTooCostly(
+            f"the log has {log_lines} lines; max_log_lines={limits.max_log_lines}", "max_log_lines"
+        )
+
+
+def check_case(scripts: Sequence[Script], log: str, limits: CostLimits) -> None:
+    """Every limit, parsing the scripts (callers that parse anyway check their own trees)."""
+    from app.analysis.source import normalize_newlines, parse_tree
+
+    check_text(scripts, log, limits)
+    for script in scripts:
+        check_tree(script.path, parse_tree(normalize_newlines(script.content)), limits)
 
 
 def check_tree(path: str, tree: Tree, limits: CostLimits) -> None:
@@ -77,12 +97,14 @@ def check_tree(path: str, tree: Tree, limits: CostLimits) -> None:
         if depth > limits.max_syntax_depth:
             raise InputTooCostly(
                 f"{path}:{node.start_point.row + 1}: syntax nested over {limits.max_syntax_depth} deep; "
-                f"max_syntax_depth={limits.max_syntax_depth}"
+                f"max_syntax_depth={limits.max_syntax_depth}",
+                "max_syntax_depth",
             )
         if blocks > limits.max_nesting_depth:
             raise InputTooCostly(
                 f"{path}:{node.start_point.row + 1}: blocks nested over {limits.max_nesting_depth} deep; "
-                f"max_nesting_depth={limits.max_nesting_depth}"
+                f"max_nesting_depth={limits.max_nesting_depth}",
+                "max_nesting_depth",
             )
         counts = functions[-1]
         if kind.endswith("_statement") or kind.endswith("_clause"):
@@ -91,7 +113,8 @@ def check_tree(path: str, tree: Tree, limits: CostLimits) -> None:
                 raise InputTooCostly(
                     f"{path}:{node.start_point.row + 1}: a function with over "
                     f"{limits.max_statements_per_function} statements; "
-                    f"max_statements_per_function={limits.max_statements_per_function}"
+                    f"max_statements_per_function={limits.max_statements_per_function}",
+                    "max_statements_per_function",
                 )
         if kind in _BRANCH_TYPES:
             counts[1] += 1
@@ -99,7 +122,8 @@ def check_tree(path: str, tree: Tree, limits: CostLimits) -> None:
                 raise InputTooCostly(
                     f"{path}:{node.start_point.row + 1}: a function with over "
                     f"{limits.max_branches_per_function} branches; "
-                    f"max_branches_per_function={limits.max_branches_per_function}"
+                    f"max_branches_per_function={limits.max_branches_per_function}",
+                    "max_branches_per_function",
                 )
         if is_function:
             functions.append([0, 0])

@@ -18,6 +18,7 @@ from app.analysis.cfg import build_blocks, flow_graph
 from app.analysis.coverage import log_coverage
 from app.analysis.estimate import EstimateOptions, estimate
 from app.analysis.lifecycle import lifecycle
+from app.analysis.limits import CostLimits, check_text, check_tree
 from app.analysis.logparse import folder_conflict, match_script_path, parse_log
 from app.analysis.logparse.frames import realign
 from app.analysis.logstatements import DEFAULT_LOG_FUNCTIONS, find_log_statements
@@ -44,14 +45,17 @@ def analyze(
     prefix_format: str | None = None,
     explain: bool = True,
     variants: Collection[str] | None = None,
+    limits: CostLimits | None = None,
 ) -> Analysis:
     """Run the whole static phase. Raises ValueError only for invalid options (patterns, format).
 
     ``variants`` (canonical names) are the traces to estimate, None for all of them; ``explain``
     adds each line's evidence (for `tcfl trace` and the dashboard), which triage does not need.
+    With ``limits`` the case's cost is checked first, on the trees the analysis then uses
+    (``InputTooCostly``, a ValueError).
     """
     with gc_paused():
-        return _analyze(scripts, log, log_functions, options, prefix_format, explain, variants)
+        return _analyze(scripts, log, log_functions, options, prefix_format, explain, variants, limits)
 
 
 _gc_lock = threading.Lock()
@@ -87,13 +91,19 @@ def _analyze(
     prefix_format: str | None,
     explain: bool,
     variants: Collection[str] | None,
+    limits: CostLimits | None = None,
 ) -> Analysis:
     if not scripts:
         raise ValueError("no test scripts given")
     paths = [s.path for s in scripts]
     if len(set(paths)) != len(paths):
         raise ValueError("two scripts share a path; each submitted file needs its own path")
+    if limits is not None:
+        check_text(scripts, log, limits)
     trees = [parse_tree(normalize_newlines(s.content)) for s in scripts]
+    if limits is not None:
+        for script, tree in zip(scripts, trees, strict=True):
+            check_tree(script.path, tree, limits)
     captures = [call_captures(tree) for tree in trees]  # one query per script, for calls and logging
     program = parse_program(scripts, trees, captures)
     patterns = tuple(dict.fromkeys((*DEFAULT_LOG_FUNCTIONS, *log_functions)))

@@ -9,6 +9,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from app.analysis.limits import CostLimits, InputTooCostly, check_case
 from app.analysis.model import Script
 from app.analysis.render import LEVELS
 from app.cli import EXIT_NO_EVIDENCE, EXIT_OK, UsageError
@@ -179,9 +180,12 @@ def run(args: argparse.Namespace) -> int:
     if history:
         options = replace(options, ranker="history")
     try:
+        limits = settings.cost_limits()
         result, section = run_coroutine(
-            lambda: _triage(scripts, log, options, client, history), client is None and not history
+            lambda: _triage(scripts, log, options, client, history, limits), client is None and not history
         )
+    except InputTooCostly as exc:
+        raise UsageError(f"{exc} (set TCFL_{exc.setting.upper()} to raise the limit)") from exc
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
     result_warnings = [*warnings, *log_warnings, *history_warnings]
@@ -326,6 +330,7 @@ async def _triage(
     options: TriageOptions,
     client: ModelClient | None,
     history: tuple[Any, ...] = (),
+    limits: CostLimits | None = None,
 ) -> tuple[TriageResult, dict[str, Any] | None]:
     """The result, and the history section when the test's runs were fused in."""
     try:
@@ -334,12 +339,14 @@ async def _triage(
 
             from app.history.surface import HistoryChoice, triage_with_history
 
+            if limits is not None:  # the history path parses on its own
+                check_case(scripts, log, limits)
             choice = HistoryChoice("auto", options.history_window, options.history_k)
             result, _, section = await asyncio.to_thread(
                 triage_with_history, scripts, log, options, history, choice
             )
             return result, section
-        return await triage(scripts, log, options, client=client), None
+        return await triage(scripts, log, options, client=client, limits=limits), None
     finally:
         if client is not None:
             await client.aclose()

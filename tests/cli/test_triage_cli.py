@@ -153,6 +153,27 @@ def test_a_bad_setting_in_the_environment_is_a_usage_error(
     assert "invalid TCFL_* setting" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("setting", "value", "message"),
+    [
+        ("TCFL_MAX_LOG_LINES", "5", "the log has 15 lines; max_log_lines=5"),
+        ("TCFL_MAX_NESTING_DEPTH", "1", "blocks nested over 1 deep; max_nesting_depth=1"),
+    ],
+)
+def test_a_case_over_a_cost_limit_is_a_usage_error_naming_the_setting(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    setting: str,
+    value: str,
+    message: str,
+) -> None:
+    monkeypatch.setenv(setting, value)
+    get_settings.cache_clear()
+    assert main(["triage", SCRIPT, "--log", LOG, "--no-store"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and f"set {setting} to raise the limit" in err
+
+
 def test_results_are_recorded_in_the_embedded_database(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], user_data_home: Path
 ) -> None:
