@@ -91,9 +91,16 @@ class _Builder:
                 self.exc_edge(op[1], op[2])
             elif op[0] == "seq":
                 stack.extend(reversed(self._seq_ops(op[1], op[2], op[3], op[4])))
+            elif op[4] is None and len(op[1]) == 1 and self._plain(op[1][0]):
+                self.edge(op[1][0], op[2])  # what _group_ops answers for it, without the op list
             else:
                 stack.extend(reversed(self._group_ops(op[1], op[2], op[3], op[4])))
         return _entry(sids, nxt)
+
+    def _plain(self, sid: int) -> bool:
+        """A simple statement without a body: it flows to the next one (most statements are)."""
+        st = self.stmts[sid]
+        return st.kind is StmtKind.SIMPLE and not st.body
 
     def _seq_ops(
         self, sids: Sequence[int], nxt: int, loop: tuple[int, int] | None, handler: int | None
