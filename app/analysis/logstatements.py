@@ -129,9 +129,15 @@ def find_log_statements(
     """
     matcher = compile_patterns(patterns)
     found: list[tuple[int, LogStatement]] = []
-    for call, callee_node, args in _calls(root, callees):
+    for callee_node, known_call, known_args in _calls(root, callees):
         callee = _WHITESPACE.sub("", _text(callee_node))
         if not matcher(callee):
+            continue
+        call, args = known_call, known_args
+        if call is None:  # from the callees: the call is the parent (a walk from the root: only now)
+            call = callee_node.parent
+            args = None if call is None else call.child_by_field_name("arguments")
+        if call is None or args is None:
             continue
         parts = _static_parts(_message_pieces(_call_kind(callee), callee, args))
         statement = LogStatement(
@@ -146,17 +152,15 @@ def find_log_statements(
     return [statement for _, statement in found]
 
 
-def _calls(root: Node, callees: Iterable[Node] | None) -> Iterator[tuple[Node, Node, Node]]:
-    """(call, callee, arguments) of every call whose callee is a name or an attribute."""
+def _calls(root: Node, callees: Iterable[Node] | None) -> Iterator[tuple[Node, Node | None, Node | None]]:
+    """(callee, call, arguments) of every call whose callee is a name or an attribute; from
+    ``callees`` the call and its arguments are left to find (None)."""
     if callees is None:
         for _, captures in QueryCursor(_log_call_query()).matches(root):
-            yield captures["call"][0], captures["callee"][0], captures["arguments"][0]
+            yield captures["callee"][0], captures["call"][0], captures["arguments"][0]
         return
     for callee in callees:
-        call = callee.parent
-        args = None if call is None else call.child_by_field_name("arguments")
-        if call is not None and args is not None:
-            yield call, callee, args
+        yield callee, None, None
 
 
 @cache
