@@ -9,6 +9,7 @@ element keeps its original path and lines, so a ranked ID always maps back to so
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -61,7 +62,7 @@ def render(analysis: Analysis, variant: str, level: str) -> RenderedCode:
         raise ValueError(f"the analysis has no trace {variant!r}")
     program = analysis.program
     trace = analysis.traces[variant]
-    owners = line_owners(program, analysis.blocks)
+    owners = analysis_owners(analysis)
     offsets = line_id_offsets(program)
     multi_file = len(program.files) > 1
     text_lines: list[str] = []
@@ -134,6 +135,22 @@ def line_id_offsets(program: Program) -> dict[str, int]:
         offsets[source.path] = total
         total += len(source.lines)
     return offsets
+
+
+_OWNERS: dict[int, dict[Loc, _Owner]] = {}
+
+
+def analysis_owners(analysis: Analysis) -> dict[Loc, _Owner]:
+    """``line_owners`` of one analysis, computed once: every rendering and ranking of it reads the same map.
+
+    Kept while the analysis lives (a triage renders two or three levels; eval renders dozens).
+    """
+    key = id(analysis)
+    found = _OWNERS.get(key)
+    if found is None:
+        found = _OWNERS[key] = line_owners(analysis.program, analysis.blocks)
+        weakref.finalize(analysis, _OWNERS.pop, key, None)
+    return found
 
 
 def line_owners(program: Program, blocks: tuple[Block, ...]) -> dict[Loc, _Owner]:

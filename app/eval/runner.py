@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from app.analysis.estimate import estimate_all
 from app.analysis.model import Analysis, Frame, Loc, MatchResult, Trace
 from app.analysis.pipeline import analyze
-from app.analysis.render import LEVELS, line_id_offsets, line_owners
+from app.analysis.render import LEVELS, analysis_owners, line_id_offsets
 from app.eval.ablation import ABLATION_RATES, AblationPoint, ablate
 from app.eval.cases import Case
 from app.eval.masking import Estimator, MaskingPlan, known_truth, mpf1, predicted_states
@@ -102,7 +102,7 @@ class CaseResult:
 
 def faulty_elements(analysis: Analysis, faulty: frozenset[Loc]) -> dict[str, frozenset[str]]:
     """Element IDs (as rendered for the ranker) of the functions, blocks and lines holding a fault."""
-    owners = line_owners(analysis.program, analysis.blocks)
+    owners = analysis_owners(analysis)
     offsets = line_id_offsets(analysis.program)
     code = {Loc(f.path, n) for f in analysis.program.files for n in f.code_lines}
     lines = sorted(loc for loc in faulty if loc in code)
@@ -179,7 +179,7 @@ async def localize_case(
     case: Case, analysis: Analysis, options: EvalOptions, triage: Triage
 ) -> tuple[LevelOutcome, ...]:
     truth = faulty_elements(analysis, case.faulty)
-    owners = line_owners(analysis.program, analysis.blocks)
+    owners = analysis_owners(analysis)
     outcomes: list[LevelOutcome] = []
     for variant in options.rank_traces:
         for level in options.levels:

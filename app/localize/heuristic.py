@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from app.analysis.model import Analysis, Loc
+from app.analysis.model import Analysis
 from app.analysis.render import Element, RenderedCode
 from app.localize.channels import Context, Scores, Signal
 from app.localize.channels.dataflow import check_scores, checks_in_place, data_scores, guards, is_check
@@ -56,7 +56,7 @@ WEIGHTS: dict[Channel, float] = {
 }
 # Channels that say something about this failure; the others only order code when nothing does.
 WEAK = frozenset({Channel.LEXICAL, Channel.PROXIMITY, Channel.STRUCTURE})
-COMMENT_FACTOR = 0.25  # line level: a comment line attached to a suspicious statement
+COMMENT_FACTOR = 0.25  # line level: a comment line may share words with the message but cannot fail
 MAX_EVIDENCE = 8  # records kept per element
 
 
@@ -139,13 +139,7 @@ def rank_heuristic(
     statements = ctx.statements
     scored: list[tuple[float, int, ScoredElement]] = []
     for index, element in enumerate(rendered.elements):
-        sids = sorted(
-            {
-                ctx.sid_of_line[loc]
-                for loc in (Loc(element.path, n) for n in element.lines)
-                if loc in ctx.sid_of_line
-            }
-        )
+        sids = sorted({s for s in (ctx.sid_at(element.path, n) for n in element.lines) if s is not None})
         evidence: list[Evidence] = []
         for channel, scores in channels.items():
             best = max((s for s in sids if s in scores), key=lambda s: scores[s].value, default=None)
@@ -175,7 +169,7 @@ def rank_heuristic(
             )
         score = sum(e.weight for e in evidence)
         if rendered.level == "line" and element.code.lstrip().startswith("#"):
-            score *= COMMENT_FACTOR  # a comment shares its statement's evidence but cannot fail
+            score *= COMMENT_FACTOR
         evidence.sort(key=lambda e: -e.weight)
         reason = "; ".join(e.detail for e in evidence[:3]) or "no specific evidence"
         scored.append(
@@ -197,11 +191,7 @@ def rank_stacktrace(
     statements = ctx.statements
     scored: list[tuple[int, int, ScoredElement]] = []
     for index, element in enumerate(rendered.elements):
-        sids = [
-            ctx.sid_of_line[loc]
-            for loc in (Loc(element.path, n) for n in element.lines)
-            if loc in ctx.sid_of_line
-        ]
+        sids = [s for s in (ctx.sid_at(element.path, n) for n in element.lines) if s is not None]
         ranks = [(order[s], s) for s in sids if s in order]
         if not ranks:
             scored.append((len(order), index, ScoredElement(element, 0.0, "source order", ())))

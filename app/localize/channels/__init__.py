@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from app.analysis.model import Analysis, Function, Loc, Statement
-from app.localize.channels.facts import Facts, build_facts, sid_of_line
+from app.localize.channels.facts import Facts, build_facts
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +36,6 @@ class Context:
     """What every channel reads: the analysis plus shared indexes built once per ranking."""
 
     analysis: Analysis
-    sid_of_line: dict[Loc, int]
     kept: frozenset[Loc]
     functions: dict[str, Function]
     by_name: dict[str, tuple[str, ...]]  # simple function name -> fids
@@ -49,7 +48,6 @@ class Context:
             by_name.setdefault(function.name, []).append(function.fid)
         return cls(
             analysis=analysis,
-            sid_of_line=sid_of_line(program),
             kept=analysis.traces[variant].kept,
             functions={f.fid: f for f in program.functions},
             by_name={k: tuple(v) for k, v in by_name.items()},
@@ -59,6 +57,11 @@ class Context:
     def facts(self) -> Facts:
         """Syntax-tree facts: the costly part, built on first use (the stack-trace baseline needs none)."""
         return build_facts(self.analysis.program, self.analysis.trees)
+
+    def sid_at(self, path: str, line: int) -> int | None:
+        """The statement owning a source line, from the analysis' one line index (innermost wins)."""
+        stmt = self.analysis.line_index.get((path, line))
+        return None if stmt is None else stmt.sid
 
     def first_line(self, sid: int) -> str:
         """The source text of a statement's first line."""

@@ -10,12 +10,11 @@ import ast
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 
-from tree_sitter import Node, Parser, Tree
+from tree_sitter import Node, Tree
 
 from app.analysis.model import Loc, Program
-from app.analysis.source import language
+from app.analysis.source import parse_tree
 
 MIN_LITERAL = 8  # shortest one-word string-literal piece worth looking for in a message
 MAX_LITERAL_TEXT = 200  # longer literals are data, not values a log would echo
@@ -126,21 +125,11 @@ def literal_value(node: Node) -> str | None:
     return value if isinstance(value, str) else repr(value)
 
 
-@lru_cache(maxsize=1)
-def parser() -> Parser:
-    return Parser(language())
-
-
-def sid_of_line(program: Program) -> dict[Loc, int]:
-    mapping: dict[Loc, int] = {}
-    for stmt in program.statements:
-        for line in stmt.lines:
-            mapping.setdefault(Loc(stmt.path, line), stmt.sid)
-    return mapping
-
-
 def build_facts(program: Program, trees: Sequence[Tree] = ()) -> Facts:
-    """Facts of every statement; ``trees`` are the analysis' own parse trees (one per file) if kept."""
+    """Facts of every statement; ``trees`` are the analysis' own parse trees (one per file).
+
+    Without them (a program built by hand) each file is parsed here, by the analysis' own parser.
+    """
     lines: dict[Loc, LineFacts] = {}
     params: dict[str, tuple[str, ...]] = {}
     def_lines = {
@@ -151,7 +140,7 @@ def build_facts(program: Program, trees: Sequence[Tree] = ()) -> Facts:
     }
     parsed = len(trees) == len(program.files)
     for index, source in enumerate(program.files):
-        tree = trees[index] if parsed else parser().parse("\n".join(source.lines).encode("utf-8", "replace"))
+        tree = trees[index] if parsed else parse_tree("\n".join(source.lines))
         _Walker(source.path, lines, params, def_lines).walk(tree.root_node)
     sources = {f.path: f for f in program.files}
     defs: dict[int, frozenset[str]] = {}

@@ -80,7 +80,7 @@ def pseudo_scores(ctx: Context, message: Scores) -> Scores:
     for depth, frame in enumerate(library):
         source = f'File "{frame.path}", line {frame.line}, in {frame.function}'
         script = basenames.get(frame.path.replace("\\", "/").rsplit("/", 1)[-1])
-        sid = ctx.sid_of_line.get(Loc(script, frame.line)) if script else None
+        sid = ctx.sid_at(script, frame.line) if script else None
         if sid is not None and ctx.functions[ctx.statements[sid].function].name == frame.function:
             detail = "a frame names this line of the script (under another directory)"
             put(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from app.analysis.model import Frame, Loc
+from app.analysis.model import Frame
 from app.localize.channels import Context, Scores, Signal, put
 
 OUTER_FRAME = 0.25  # an outer frame of the failing traceback, relative to its innermost frame
@@ -43,7 +43,7 @@ class Frames:
 
 def frame_sid(ctx: Context, frame: Frame) -> int | None:
     """The statement a frame points at; by its printed source text when the line number is stale."""
-    sid = ctx.sid_of_line.get(Loc(frame.path, frame.line))
+    sid = ctx.sid_at(frame.path, frame.line)
     printed = _SPACES.sub(" ", frame.code or "").strip()
     if not printed or (sid is not None and _in_statement(ctx, sid, printed)):
         return sid
