@@ -263,9 +263,7 @@ def _store(
     try:
         store = Store.open(settings.database_url)
         try:
-            request_id = store.create_request(case)
-            store.save_result(request_id, body)
-            return request_id
+            return store.record_triage(case, body).id
         finally:
             store.close()
     except Exception as exc:  # the ranking is printed either way

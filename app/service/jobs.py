@@ -154,35 +154,3 @@ class Worker:
                 await asyncio.to_thread(self.store.heartbeat, self.worker_id, list(self._inflight))
             except Exception:
                 log.exception("could not renew batch leases")
-
-
-SYNC_HEARTBEAT_S = 10.0
-SYNC_LEASE_S = 40.0  # with the sweep every heartbeat, an interrupted triage is failed within a minute
-
-
-class SyncLeases:
-    """Heartbeat and sweep for synchronous triages (``POST /v1/triage``), like batch items' leases.
-
-    Each server renews ``updated_at`` of the triages it is running; any server marks failed the
-    running ones nobody renewed for ``lease_s`` (their server died). Several servers may share one
-    database: each renews only its own, so a live triage is never swept.
-    """
-
-    def __init__(
-        self, store: Store, *, heartbeat_s: float = SYNC_HEARTBEAT_S, lease_s: float = SYNC_LEASE_S
-    ) -> None:
-        self.store = store
-        self.heartbeat_s = heartbeat_s
-        self.lease_s = lease_s
-        self.inflight: set[int] = set()
-
-    async def run(self) -> None:
-        while True:
-            try:
-                await asyncio.to_thread(self.store.touch_requests, sorted(self.inflight))
-                swept = await asyncio.to_thread(self.store.fail_interrupted, older_than_s=self.lease_s)
-                if swept:
-                    log.warning("marked interrupted triages failed", extra={"triages": swept})
-            except Exception:
-                log.exception("could not renew or sweep triage leases")
-            await asyncio.sleep(self.heartbeat_s)

@@ -196,7 +196,25 @@ class Submission:
     test_id: str | None = None
 
 
-Case = Submission  # the old name, kept only until branches written against it have merged
+@dataclass(frozen=True)
+class StoredTriage:
+    """One stored triage: its request's state and, where it was read, the result's data.
+
+    The API's and the dashboard's JSON are built from it in one place (``app.service.views``).
+    """
+
+    id: int
+    status: str
+    test_id: str | None
+    created_at: datetime | None
+    options: dict[str, Any]
+    error: str | None
+    result: dict[str, Any] | None = None  # None until done, and in list pages (not read there)
+
+    @property
+    def summary_index(self) -> dict[str, Any]:
+        """The options a list row shows (level, k, trace, ranker)."""
+        return {key: self.options.get(key) for key in ("level", "k", "trace", "ranker")}
 
 
 @dataclass(frozen=True)
@@ -212,7 +230,7 @@ class Claim:
 
 @dataclass(frozen=True)
 class Page:
-    items: list[dict[str, Any]]
+    items: list[Any]  # StoredTriage from the store; the dashboard's search pages its own rows
     next_cursor: int | None
 
 
@@ -353,38 +371,29 @@ class Store:
         with self._tx() as session:
             return self._add_request(session, case, status).id
 
-    def save_result(self, request_id: int, data: dict[str, Any]) -> dict[str, Any]:
-        """Store a synchronous triage's result and analysis snapshot, and mark its request done, together."""
+    def record_triage(self, case: Submission, data: dict[str, Any]) -> StoredTriage:
+        """Store a finished synchronous triage (request, result, snapshot) in one transaction.
+
+        ``POST /v1/triage`` writes once, after the analysis: a request in flight has no row, so a
+        small request pays one commit, not one to mark it running and another to store its result.
+        """
         data, snapshot = _split_snapshot(data)
         with self._tx() as session:
-            request = session.get_one(TriageRequestRow, request_id)
-            session.add(ResultRow(request_id=request_id, data=data))
-            _write_snapshot(session, request_id, snapshot, data)
-            request.status = "done"
-            request.updated_at = utcnow()
+            request = self._add_request(session, case, "done")
+            session.add(ResultRow(request_id=request.id, data=data))
+            _write_snapshot(session, request.id, snapshot, data)
             session.flush()
-            return _triage_view(request, data)
+            return stored_triage(request, data)
 
-    def fail_request(self, request_id: int, error: str) -> None:
+    def record_failure(self, case: Submission, error: str) -> int:
+        """Store a synchronous triage that failed (its input kept for a look), in one transaction."""
         with self._tx() as session:
-            request = session.get_one(TriageRequestRow, request_id)
-            request.status = "failed"
+            request = self._add_request(session, case, "failed")
             request.error = _plain(error)
-            request.updated_at = utcnow()
-
-    def touch_requests(self, request_ids: Sequence[int]) -> None:
-        """Heartbeat of synchronous triages in flight: a fresh ``updated_at`` keeps the sweep off them."""
-        if not request_ids:
-            return
-        with self._tx() as session:
-            session.execute(
-                update(TriageRequestRow)
-                .where(TriageRequestRow.id.in_(list(request_ids)), TriageRequestRow.status == "running")
-                .values(updated_at=utcnow())
-            )
+            return request.id
 
     def fail_interrupted(self, *, older_than_s: float) -> int:
-        """Mark synchronous triages left running by a stopped process (batch items requeue instead)."""
+        """Fail synchronous triages an earlier server version left running (batch items requeue)."""
         cutoff = utcnow() - timedelta(seconds=older_than_s)
         in_batches = select(BatchItemRow.request_id)
         with self._tx() as session:
@@ -403,12 +412,12 @@ class Store:
             )
             return int(result.rowcount or 0)
 
-    def get_triage(self, request_id: int) -> dict[str, Any] | None:
+    def get_triage(self, request_id: int) -> StoredTriage | None:
         with self._tx() as session:
             request = session.get(TriageRequestRow, request_id)
             if request is None:
                 return None
-            return _triage_view(request, request.result.data if request.result else None)
+            return stored_triage(request, request.result.data if request.result else None)
 
     def load_case(self, request_id: int) -> Submission:
         with self._tx() as session:
@@ -442,8 +451,8 @@ class Store:
             query = query.where(TriageRequestRow.status == status)
         with self._tx() as session:
             rows = session.scalars(query.offset(offset).limit(limit + 1)).all()
-            items = [_triage_summary(r) for r in rows[:limit]]
-        return Page(items=items, next_cursor=items[-1]["id"] if len(rows) > limit else None)
+            items = [stored_triage(r, None) for r in rows[:limit]]
+        return Page(items=items, next_cursor=items[-1].id if len(rows) > limit else None)
 
     # -- batches --------------------------------------------------------------------------------
 
@@ -764,37 +773,20 @@ def _write_snapshot(session: Session, request_id: int, snapshot: Any, data: dict
 
 
 # --------------------------------------------------------------------------------------------
-# Views: rows -> the JSON the API answers with
+# Rows -> records (batches still as the JSON the API answers with)
 # --------------------------------------------------------------------------------------------
 
 
-def _triage_view(request: TriageRequestRow, data: dict[str, Any] | None) -> dict[str, Any]:
-    view: dict[str, Any] = dict(data) if data is not None else {}
-    view.update(
-        {
-            "id": request.id,
-            "status": request.status,
-            "test_id": request.test_id,
-            "created_at": _iso(request.created_at),
-        }
+def stored_triage(request: TriageRequestRow, data: dict[str, Any] | None) -> StoredTriage:
+    return StoredTriage(
+        id=request.id,
+        status=request.status,
+        test_id=request.test_id,
+        created_at=_aware(request.created_at),
+        options=dict(request.options),
+        error=request.error,
+        result=data,
     )
-    if data is None:
-        view.update({"options": request.options, "error": request.error})
-    return view
-
-
-def _triage_summary(request: TriageRequestRow) -> dict[str, Any]:
-    return {
-        "id": request.id,
-        "status": request.status,
-        "test_id": request.test_id,
-        "created_at": _iso(request.created_at),
-        "level": request.options.get("level"),
-        "k": request.options.get("k"),
-        "trace": request.options.get("trace"),
-        "ranker": request.options.get("ranker"),
-        "error": request.error,
-    }
 
 
 def batch_status(counts: dict[str, int]) -> str:

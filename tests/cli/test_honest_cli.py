@@ -297,7 +297,8 @@ def test_db_flag_records_the_result_where_asked(tmp_path: Path, capsys: pytest.C
     saved = json.loads(capsys.readouterr().out)["id"]
     store = Store.open(url)
     try:
-        assert store.get_triage(saved)["status"] == "done"
+        stored = store.get_triage(saved)
+        assert stored is not None and stored.status == "done"
     finally:
         store.close()
 

@@ -192,8 +192,8 @@ def test_results_are_recorded_in_the_embedded_database(
         stored = store.get_triage(1)
     finally:
         store.close()
-    assert stored is not None and stored["status"] == "done"
-    assert stored["ranking"][0]["id"] == "BLOCK 6" and stored["test_id"] == "golden"
+    assert stored is not None and stored.status == "done" and stored.result is not None
+    assert stored.result["ranking"][0]["id"] == "BLOCK 6" and stored.test_id == "golden"
 
 
 def test_no_store_leaves_no_database(
@@ -226,8 +226,9 @@ def test_the_options_are_stored_whole_and_given_back(
     options = TriageOptions.from_dict(case.options)
     assert options.two_phase and options.line_to_block and options.ranker == "heuristic"
     assert options.log_functions == ("Log.log",)
-    assert stored is not None and stored["options"] == body["options"]
-    assert TriageResult.from_dict(stored).options == options
+    assert stored is not None and stored.result is not None
+    assert stored.result["options"] == body["options"]
+    assert TriageResult.from_dict(stored.result).options == options
 
 
 def test_settings_and_flags_resolve_in_one_order(

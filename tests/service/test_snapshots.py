@@ -53,9 +53,10 @@ def test_result_and_snapshot_are_stored_together_and_read_by_window(database_url
     try:
         log = padded_log(2_500)
         data = triage_data(log)
-        request_id = store.create_request(case(log))
-        answer = store.save_result(request_id, data)
-        assert SNAPSHOT_KEY not in answer and SNAPSHOT_KEY not in (store.get_triage(request_id) or {})
+        answer = store.record_triage(case(log), data)
+        request_id = answer.id
+        assert answer.result is not None and SNAPSHOT_KEY not in answer.result
+        assert store.get_triage(request_id) == answer
         summary, lines = snapshots.load(
             store.engine, request_id, lambda s: [(998, 1003), (2_505, 2_600)]
         ) or ({}, [])

@@ -64,11 +64,11 @@ def test_scripts_are_stored_once_per_content(store: Store) -> None:
 
 def test_text_with_nul_and_non_ascii_round_trips(store: Store) -> None:
     case = Submission(scripts=(Script("ü.py", "x = '\x00é'\n"),), log="\x00\x01 ✓ log", options=OPTIONS)
-    request_id = store.create_request(case)
-    assert store.load_case(request_id) == case
-    stored = store.save_result(request_id, {"ranking": [{"code": "x = '\x00'"}], "warnings": []})
-    assert store.get_triage(request_id) == stored
-    assert stored["ranking"][0]["code"] == "x = '\x00'"
+    stored = store.record_triage(case, {"ranking": [{"code": "x = '\x00'"}], "warnings": []})
+    assert store.load_case(stored.id) == case
+    assert store.get_triage(stored.id) == stored
+    assert stored.status == "done" and stored.result is not None
+    assert stored.result["ranking"][0]["code"] == "x = '\x00'"
 
 
 def test_claims_are_exclusive_under_concurrent_workers(store: Store) -> None:
@@ -151,7 +151,8 @@ def test_an_item_gets_exactly_one_result(store: Store) -> None:
     assert view["status"] == "done"
     assert view["items"][0]["status"] == "done"
     result = store.get_triage(view["items"][0]["result_id"])
-    assert result is not None and result["by"] == "b" and result["status"] == "done"
+    assert result is not None and result.status == "done"
+    assert result.result is not None and result.result["by"] == "b"
 
     with pytest.raises(IntegrityError), Session(store.engine) as session, session.begin():
         session.add(ResultRow(request_id=first.request_id, batch_item_id=first.item_id, data={}))
@@ -174,7 +175,7 @@ def test_failures_retry_then_fail_for_good(store: Store) -> None:
     assert view["failed"] == 1
     assert view["items"][0]["error"] == "broken \\x00 for good"
     triage = store.get_triage(again.request_id)
-    assert triage is not None and triage["status"] == "failed"
+    assert triage is not None and triage.status == "failed"
 
 
 def test_claim_can_be_confined_to_one_batch(store: Store) -> None:
@@ -205,12 +206,12 @@ def test_batch_status_follows_its_items(counts: dict[str, int], status: str) -> 
 def test_listing_pages_and_filters(store: Store) -> None:
     ids = [store.create_request(_case(i % 2), status="done") for i in range(5)]
     page = store.list_triage(limit=2)
-    assert [item["id"] for item in page.items] == ids[::-1][:2]
+    assert [item.id for item in page.items] == ids[::-1][:2]
     assert page.next_cursor == ids[3]
     rest = store.list_triage(limit=10, cursor=page.next_cursor)
-    assert [item["id"] for item in rest.items] == ids[::-1][2:]
+    assert [item.id for item in rest.items] == ids[::-1][2:]
     assert rest.next_cursor is None
-    assert [i["id"] for i in store.list_triage(limit=10, test_id="c1").items] == [ids[3], ids[1]]
+    assert [i.id for i in store.list_triage(limit=10, test_id="c1").items] == [ids[3], ids[1]]
     assert store.list_triage(limit=10, status="failed").items == []
 
 
@@ -255,12 +256,12 @@ def test_interrupted_synchronous_triages_are_marked_failed(store: Store) -> None
     assert store.fail_interrupted(older_than_s=0) == 1
     triage = store.get_triage(orphan)
     assert triage is not None
-    assert triage["status"] == "failed" and "interrupted" in triage["error"]
+    assert triage.status == "failed" and "interrupted" in (triage.error or "")
     batch_request = store.get_triage(claim.request_id)
-    assert batch_request is not None and batch_request["status"] == "running"
+    assert batch_request is not None and batch_request.status == "running"
     store.release_own("w")
     requeued = store.get_triage(claim.request_id)
-    assert requeued is not None and requeued["status"] == "queued"
+    assert requeued is not None and requeued.status == "queued"
 
 
 def test_the_migration_check_runs_only_when_the_schema_differs(tmp_path: Path) -> None:

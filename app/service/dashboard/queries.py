@@ -11,8 +11,8 @@ from sqlalchemy import Engine, Select, func, or_, select
 from sqlalchemy.orm import Session
 
 from app.service.snapshots import SnapshotRow
-from app.service.store import Page, RequestScriptRow, ResultRow, TriageRequestRow, _iso
-from app.service.store import _triage_summary as triage_summary
+from app.service.store import Page, RequestScriptRow, ResultRow, TriageRequestRow, _iso, stored_triage
+from app.service.views import triage_summary
 
 ERROR_PREVIEW_CHARS = 240
 
@@ -133,7 +133,7 @@ def search(engine: Engine, filters: Filters, *, limit: int, cursor: int | None) 
         query = query.where(TriageRequestRow.id < cursor)
     with Session(engine) as session, session.begin():
         rows = session.scalars(_filtered(query, filters).limit(limit + 1)).all()
-        items = [triage_summary(r) for r in rows[:limit]]
+        items = [triage_summary(stored_triage(r, None)) for r in rows[:limit]]
         signatures = dict(
             session.execute(
                 select(SnapshotRow.request_id, SnapshotRow.signature).where(

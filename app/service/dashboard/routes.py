@@ -56,6 +56,7 @@ from app.service.routes import triage as triage_routes
 from app.service.routes.triage import MAX_ID
 from app.service.schemas import RUNNING_EXAMPLE, TriageRequest
 from app.service.store import STATUSES
+from app.service.views import triage_view
 
 router = APIRouter(route_class=KeyedRoute, include_in_schema=False)
 
@@ -194,9 +195,10 @@ async def triage_page(
 ) -> Response:
     """One failure from its stored analysis: the code beside the log, the ranking, its evidence, feedback."""
     parsed = _int_id(triage_id)
-    found = None if parsed is None else await asyncio.to_thread(runtime.store.get_triage, parsed)
-    if parsed is None or found is None:
+    stored = None if parsed is None else await asyncio.to_thread(runtime.store.get_triage, parsed)
+    if parsed is None or stored is None:
         return _not_found(request, f"There is no triage with id {triage_id}.")
+    found = triage_view(stored)
     notices: list[str] = []
     focus = _int_id(log) if log else None
     if log and focus is None:

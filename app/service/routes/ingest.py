@@ -36,6 +36,7 @@ from app.service.dashboard.pages import render
 from app.service.deps import Runtime, RuntimeDep
 from app.service.routes.triage import ERRORS, MAX_ID
 from app.service.store import Submission
+from app.service.views import triage_view
 from app.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -186,7 +187,8 @@ async def get_ingest(
     for test in found["tests"]:
         if test.get("triage_id"):
             stored = await asyncio.to_thread(runtime.store.get_triage, test["triage_id"])
-            test["result"] = stored  # the stored triage view: the result plus id, status, test_id
+            # the stored triage view: the result plus id, status, test_id
+            test["result"] = None if stored is None else triage_view(stored)
     return found
 
 
@@ -368,8 +370,7 @@ def _store(runtime: Runtime, report: CiReport, options: TriageOptions, source: s
         case = Submission(
             scripts=item.sources, log=item.run.log, options=opts, test_id=item.run.test_id[:200]
         )
-        triage_id = runtime.store.create_request(case)
-        runtime.store.save_result(triage_id, {**item.result.to_dict(), "id": triage_id})
+        triage_id = runtime.store.record_triage(case, item.result.to_dict()).id
         stored.append(replace(item, triage_id=triage_id))
     report = replace(report, triaged=tuple(stored))
     body = report.to_dict()

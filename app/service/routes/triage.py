@@ -13,6 +13,7 @@ from app.service.cases import InvalidInput, LimitExceeded, to_case
 from app.service.deps import RuntimeDep
 from app.service.pool import PoolUnavailable
 from app.service.schemas import Status, TriagePage, TriageRequest, TriageResult
+from app.service.views import triage_summary, triage_view
 
 log = logging.getLogger(__name__)
 router = APIRouter(prefix="/v1/triage", tags=["triage"])
@@ -36,29 +37,25 @@ async def create_triage(body: TriageRequest, runtime: RuntimeDep) -> dict[str, A
         raise HTTPException(413, str(exc)) from None
     except InvalidInput as exc:
         raise HTTPException(422, str(exc)) from None
-    request_id = await asyncio.to_thread(runtime.store.create_request, case)
-    inflight = runtime.leases.inflight if runtime.leases is not None else set()
-    inflight.add(request_id)
     try:
         data = await history_triage.run(runtime, case, body)  # the plain runner unless history applies
     except ValueError as exc:  # AnalysisRejected too: a limit the input exceeded
-        await asyncio.to_thread(runtime.store.fail_request, request_id, str(exc))
+        await asyncio.to_thread(runtime.store.record_failure, case, str(exc))
         raise HTTPException(422, str(exc)) from None
     except PoolUnavailable as exc:
-        await asyncio.to_thread(runtime.store.fail_request, request_id, str(exc))
+        await asyncio.to_thread(runtime.store.record_failure, case, str(exc))
         raise HTTPException(503, str(exc), headers={"Retry-After": "5"}) from None
     except BaseException as exc:
-        log.exception("triage failed", extra={"triage_id": request_id})
+        log.exception("triage failed")
         reason = (
             "cancelled"
             if isinstance(exc, asyncio.CancelledError)
             else f"internal error ({type(exc).__name__})"
         )
-        await asyncio.shield(asyncio.to_thread(runtime.store.fail_request, request_id, reason))
+        await asyncio.shield(asyncio.to_thread(runtime.store.record_failure, case, reason))
         raise
-    finally:
-        inflight.discard(request_id)
-    return await asyncio.to_thread(runtime.store.save_result, request_id, data)
+    # one transaction per request: the request, its result and its snapshot land together
+    return triage_view(await asyncio.to_thread(runtime.store.record_triage, case, data))
 
 
 @router.get("/{triage_id}", response_model=TriageResult, responses=ERRORS)
@@ -67,7 +64,7 @@ async def get_triage(triage_id: IdPath, runtime: RuntimeDep) -> dict[str, Any]:
     found = await asyncio.to_thread(runtime.store.get_triage, triage_id)
     if found is None:
         raise HTTPException(404, f"no triage with id {triage_id}")
-    return found
+    return triage_view(found)
 
 
 @router.get("", response_model=TriagePage, responses=ERRORS)
@@ -85,4 +82,4 @@ async def list_triage(
     page = await asyncio.to_thread(
         runtime.store.list_triage, limit=limit, offset=offset, cursor=cursor, test_id=test_id, status=status
     )
-    return {"items": page.items, "next_cursor": page.next_cursor}
+    return {"items": [triage_summary(t) for t in page.items], "next_cursor": page.next_cursor}

@@ -31,9 +31,7 @@ def _stored_triage(store: Store) -> tuple[int, list[dict[str, Any]]]:
     data = run_async(lambda: triage(scripts, log, options, client=None)).to_dict()
     data.pop("id")
     case = Submission(scripts=scripts, log=log, options={"trace": "tplus", "log_functions": ["Log.log"]})
-    request_id = store.create_request(case)
-    store.save_result(request_id, data)
-    return request_id, data["ranking"]
+    return store.record_triage(case, data).id, data["ranking"]
 
 
 def _rows(store: Store, triage_id: int) -> dict[int, tuple[int, Any]]:

@@ -13,9 +13,7 @@ from tests.service.test_snapshots import EXAMPLE_LOG, case, triage_data
 
 def _store(store: Store, log: str, test_id: str) -> int:
     data = triage_data(log)
-    request_id = store.create_request(replace(case(log), test_id=test_id))
-    store.save_result(request_id, data)
-    return request_id
+    return store.record_triage(replace(case(log), test_id=test_id), data).id
 
 
 def test_search_filters_and_groups(database_url: str) -> None:
@@ -56,6 +54,7 @@ def test_search_filters_and_groups(database_url: str) -> None:
         first, more = groups(store.engine, Filters(), limit=1, offset=0)
         assert more and len(first) == 1
         assert groups(store.engine, Filters(q="keyerror"), limit=10, offset=0)[0][0].latest_id == key
-        assert SNAPSHOT_KEY not in (store.get_triage(key) or {})
+        stored = store.get_triage(key)
+        assert stored is not None and stored.result is not None and SNAPSHOT_KEY not in stored.result
     finally:
         store.close()

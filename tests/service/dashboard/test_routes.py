@@ -263,8 +263,7 @@ def test_evidence_rationale_and_scaled_scores_are_shown(server: Server) -> None:
     ]
     store = Store(make_engine(server.database_url))
     try:
-        triage_id = store.create_request(case(EXAMPLE_LOG))
-        store.save_result(triage_id, data)
+        triage_id = store.record_triage(case(EXAMPLE_LOG), data).id
     finally:
         store.close()
     page = httpx.get(f"{server.url}/triage/{triage_id}").text
