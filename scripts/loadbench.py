@@ -2,11 +2,15 @@
 
 Starts its own ``tcfl serve`` (temporary SQLite file, batch worker off) and, for the model mode,
 the stand-in model server from ``tests/support/openai_standin.py`` answering after a delay; fires
-N requests with at most C in flight; prints requests/s, latency percentiles and errors; stops
-everything it started. Run from the repository root:
+N requests with at most C in flight; prints requests/s, latency percentiles, errors and the
+server's CPU per request (the server process and its analysis workers, from /proc); stops
+everything it started. ``--mode mixed`` times the small requests while ``--large-clients``
+clients (default 20) keep sending large cases (a 2,500-line script, a 1.2 MB log), one after
+another. Run from the repository root:
 
-    .venv/bin/python scripts/loadbench.py                   # both modes, 200 requests, 200 at once
+    .venv/bin/python scripts/loadbench.py                   # heuristic and model, 200 requests
     .venv/bin/python scripts/loadbench.py --mode model --model-delay 0.2 --json
+    .venv/bin/python scripts/loadbench.py --mode mixed --requests 200 --concurrency 8
     .venv/bin/python scripts/loadbench.py --url http://127.0.0.1:8000 --mode heuristic
 """
 
@@ -44,6 +48,54 @@ def body(ranker: str) -> dict[str, Any]:
     }
 
 
+def large_body() -> dict[str, Any]:
+    """A large case: the running example with 500 more test functions and a 1.2 MB log (large lane)."""
+    script = (EXAMPLE / "test_example.py").read_text()
+    extra = "".join(
+        f"\n\ndef test_extra_{i}(value):\n    total = value + {i}\n    print('extra {i}', total)\n"
+        f"    assert total >= 0\n"
+        for i in range(500)
+    )
+    log = (EXAMPLE / "failure.log").read_text()
+    padding = "".join(f"[DEBUG] poll {i} of the device: status ok, nothing new\n" for i in range(22_000))
+    return {
+        **body("heuristic"),
+        "scripts": [{"path": "test_example.py", "content": script + extra}],
+        "log": padding + log,
+        "test_id": "loadbench-large",
+    }
+
+
+def tree_cpu_s(pid: int) -> float:
+    """User+system CPU seconds of ``pid`` and every live descendant (the analysis workers), and of
+    the children they already reaped (cutime/cstime), from /proc."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    stats: dict[int, list[str]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(entry)] = int(fields[1])
+        stats[int(entry)] = fields
+    family, frontier = {pid}, [pid]
+    while frontier:
+        current = frontier.pop()
+        for child, parent in parents.items():
+            if parent == current and child not in family:
+                family.add(child)
+                frontier.append(child)
+    total = 0
+    for member in family:
+        fields = stats.get(member)
+        if fields is not None:
+            total += sum(int(fields[i]) for i in (11, 12, 13, 14))
+    return total / tick
+
+
 def percentile(values: list[float], share: float) -> float:
     ordered = sorted(values)
     if not ordered:
@@ -52,10 +104,33 @@ def percentile(values: list[float], share: float) -> float:
 
 
 async def fire(
-    url: str, payload: dict[str, Any], requests: int, concurrency: int, timeout: float
+    url: str,
+    payload: dict[str, Any],
+    requests: int,
+    concurrency: int,
+    timeout: float,
+    *,
+    server_pid: int | None = None,
+    large_clients: int = 0,
 ) -> dict[str, Any]:
-    """``requests`` POSTs, at most ``concurrency`` in flight; the whole run is cut off at ``timeout``."""
+    """``requests`` POSTs, at most ``concurrency`` in flight; the whole run is cut off at ``timeout``.
+
+    With ``large_clients``, that many clients post large cases back to back for the whole run
+    (started, and given time to fill the server, before the timed requests).
+    """
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    stop = asyncio.Event()
+    large_done: dict[str, int] = {}
+
+    async def large_client(client: httpx.AsyncClient, big: dict[str, Any]) -> None:
+        while not stop.is_set():
+            try:
+                response = await client.post("/v1/triage", json=big)
+                key = str(response.status_code)
+            except httpx.HTTPError as exc:
+                key = type(exc).__name__
+            large_done[key] = large_done.get(key, 0) + 1
+
     latencies: list[float] = []
     statuses: dict[str, int] = {}
     gate = asyncio.Semaphore(concurrency)
@@ -71,18 +146,41 @@ async def fire(
             latencies.append(time.perf_counter() - started)
             statuses[key] = statuses.get(key, 0) + 1
 
-    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=timeout) as client:
+    large_limits = httpx.Limits(max_connections=max(1, large_clients))
+    async with (
+        httpx.AsyncClient(base_url=url, limits=limits, timeout=timeout) as client,
+        httpx.AsyncClient(base_url=url, limits=large_limits, timeout=timeout) as large,
+    ):
         for _ in range(3):  # warm-up: imports, first connection, SQLite file creation
             await one(client)
+        background = []
+        if large_clients:
+            big = large_body()
+            background = [asyncio.create_task(large_client(large, big)) for _ in range(large_clients)]
+            await asyncio.sleep(2.0)  # every large client has posted and the large lane is busy
         latencies.clear()
         statuses.clear()
+        cpu_before = tree_cpu_s(server_pid) if server_pid else None
         started = time.perf_counter()
         tasks = [asyncio.create_task(one(client)) for _ in range(requests)]
         _, pending = await asyncio.wait(tasks, timeout=timeout)
         for task in pending:
             task.cancel()
         wall = time.perf_counter() - started
+        cpu_used = tree_cpu_s(server_pid) - cpu_before if server_pid and cpu_before is not None else None
+        stop.set()
+        for task in background:
+            task.cancel()
+        await asyncio.gather(*background, return_exceptions=True)
     ok = statuses.get("200", 0)
+    extra: dict[str, Any] = {}
+    if cpu_used is not None:
+        # with large clients running the CPU is shared: per small request is then an upper bound
+        extra["server_cpu_ms_per_request"] = round(cpu_used * 1000 / max(ok, 1), 2)
+        extra["server_cpu_s"] = round(cpu_used, 2)
+    if large_clients:
+        extra["large_clients"] = large_clients
+        extra["large_statuses"] = large_done
     return {
         "requests": requests,
         "concurrency": concurrency,
@@ -97,6 +195,7 @@ async def fire(
         "p99_ms": round(percentile(latencies, 0.99) * 1000, 1),
         "max_ms": round(max(latencies, default=float("nan")) * 1000, 1),
         "mean_ms": round(statistics.fmean(latencies) * 1000, 1) if latencies else float("nan"),
+        **extra,
     }
 
 
@@ -129,7 +228,7 @@ def standin(delay_s: float) -> Iterator[str]:
 
 
 @contextmanager
-def server(workdir: Path, env_extra: dict[str, str]) -> Iterator[str]:
+def server(workdir: Path, env_extra: dict[str, str]) -> Iterator[tuple[str, int]]:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("TCFL_")}
     env.update({"TCFL_DATABASE_URL": f"sqlite:///{workdir / f'bench-{port}.db'}", **env_extra})
@@ -151,7 +250,7 @@ def server(workdir: Path, env_extra: dict[str, str]) -> Iterator[str]:
             except httpx.HTTPError:
                 pass
             time.sleep(0.1)
-        yield url
+        yield url, proc.pid
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -162,17 +261,32 @@ def server(workdir: Path, env_extra: dict[str, str]) -> Iterator[str]:
 
 
 def run_mode(mode: str, args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
-    payload = body("heuristic" if mode == "heuristic" else "llm")
+    payload = body("llm" if mode == "model" else "heuristic")
+    large = args.large_clients if mode == "mixed" else 0
+
+    def go(url: str, pid: int | None) -> dict[str, Any]:
+        return asyncio.run(
+            fire(
+                url,
+                payload,
+                args.requests,
+                args.concurrency,
+                args.timeout,
+                server_pid=pid,
+                large_clients=large,
+            )
+        )
+
     if args.url:
-        stats = asyncio.run(fire(args.url, payload, args.requests, args.concurrency, args.timeout))
-    elif mode == "heuristic":
-        with server(workdir, {}) as url:
-            stats = asyncio.run(fire(url, payload, args.requests, args.concurrency, args.timeout))
+        stats = go(args.url, None)
+    elif mode != "model":
+        with server(workdir, {}) as (url, pid):
+            stats = go(url, pid)
     else:
         with standin(args.model_delay) as model_url:
             extra = {"TCFL_MODEL_URL": model_url, "TCFL_MODEL_CONCURRENCY": str(args.model_concurrency)}
-            with server(workdir, extra) as url:
-                stats = asyncio.run(fire(url, payload, args.requests, args.concurrency, args.timeout))
+            with server(workdir, extra) as (url, pid):
+                stats = go(url, pid)
     stats["mode"] = mode
     if mode == "model":
         stats["model_delay_ms"] = round(args.model_delay * 1000)
@@ -182,7 +296,10 @@ def run_mode(mode: str, args: argparse.Namespace, workdir: Path) -> dict[str, An
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mode", choices=("heuristic", "model", "both"), default="both")
+    parser.add_argument("--mode", choices=("heuristic", "model", "mixed", "both"), default="both")
+    parser.add_argument(
+        "--large-clients", type=int, default=20, help="mixed mode: clients sending large cases meanwhile"
+    )
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--concurrency", type=int, default=200)
     parser.add_argument("--model-delay", type=float, default=0.2, help="stand-in answer delay in seconds")
@@ -206,6 +323,10 @@ def main(argv: list[str] | None = None) -> int:
                 if mode == "model":
                     extra = f" (stand-in delay {stats['model_delay_ms']} ms, TCFL_MODEL_CONCURRENCY "
                     extra += f"{stats['model_concurrency']})"
+                if mode == "mixed":
+                    extra = f" beside {stats['large_clients']} large-case clients {stats['large_statuses']}"
+                if "server_cpu_ms_per_request" in stats:
+                    extra += f"; server CPU {stats['server_cpu_ms_per_request']} ms/request"
                 print(
                     f"{mode:9s} {stats['ok']}/{stats['requests']} ok, {stats['concurrency']} at once{extra}: "
                     f"{stats['requests_per_s']} req/s, p50 {stats['p50_ms']} ms, p90 {stats['p90_ms']} ms, "

@@ -438,6 +438,13 @@ class ModelClient:
                 _retry_after(response.headers.get("retry-after")),
                 status,
             )
+        if status == 400 and "context length" in _error_text(response).lower():
+            # vLLM: prompt + max_tokens over --max-model-len; say so, the server's words follow
+            raise ModelError(
+                "the prompt and the answer's max_tokens do not fit the model's context window "
+                f"(the server's max_model_len): {_error_text(response)}",
+                status,
+            )
         if status != 200:
             raise ModelError(
                 f"model server rejected {method} {path}: HTTP {status}: {_error_text(response)}", status

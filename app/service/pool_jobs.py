@@ -95,6 +95,24 @@ def _static(
         gc.collect()
 
 
+def warm_up() -> None:
+    """Triage the embedded running example once, then freeze what that left on the heap.
+
+    A worker runs this before its first job: the lazy imports, compiled regexes and tree-sitter
+    queries are loaded then, and ``gc.freeze`` moves them (and the forkserver's modules) out of
+    the collector's sight, so the ``gc.collect`` after every job walks only that job's objects.
+    """
+    from importlib import resources
+
+    examples = resources.files("app.service").joinpath("examples")
+    script = Script("test_example.py", examples.joinpath("running_example_script.txt").read_text("utf-8"))
+    log = examples.joinpath("running_example_log.txt").read_text("utf-8")
+    options = TriageOptions(level="block", k=3, ranker="heuristic", log_functions=("Log.log",))
+    static_with_snapshot([script], log, options, CostLimits())
+    gc.collect()
+    gc.freeze()
+
+
 def check_cost(scripts: Sequence[Script], log: str, limits: CostLimits) -> None:
     """Every cost limit of ``app.analysis.limits``; parsing is cheap next to the analysis it guards."""
     check_text(scripts, log, limits)
@@ -105,6 +123,11 @@ def check_cost(scripts: Sequence[Script], log: str, limits: CostLimits) -> None:
 def ping() -> int:
     """Nothing: lets tests and the benchmark see a worker answer."""
     return 0
+
+
+def frozen_objects() -> int:
+    """How many objects ``gc.freeze`` put out of the collector's sight in this worker (for tests)."""
+    return gc.get_freeze_count()
 
 
 def burn(seconds: float) -> int:

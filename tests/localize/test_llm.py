@@ -200,6 +200,26 @@ def test_bad_request_is_a_model_error_and_not_retried(srv: OpenAIStandin) -> Non
     assert len(srv.requests) == 1
 
 
+def test_a_prompt_over_the_context_window_names_the_limit(srv: OpenAIStandin) -> None:
+    # vLLM 0.32's words when prompt + max_tokens exceed --max-model-len
+    message = (
+        "This model's maximum context length is 4096 tokens. However, you requested 5210 tokens "
+        "(3162 in the messages, 2048 in the completion). "
+        "Please reduce the length of the messages or completion."
+    )
+    srv.enqueue(
+        Reply(status=400, body={"error": {"message": message, "type": "BadRequestError", "code": 400}})
+    )
+
+    with pytest.raises(
+        ModelError, match=r"context window \(the server's max_model_len\): This model's"
+    ) as caught:
+        run(complete(srv.url, model="qwen", retries=3))
+
+    assert caught.value.status_code == 400
+    assert len(srv.requests) == 1
+
+
 @pytest.mark.parametrize(
     "bad", [Reply(body="<html>502 from a proxy</html>"), Reply(body=["not", "an", "object"]), Reply(body={})]
 )

@@ -60,6 +60,20 @@ def test_with_a_model_the_worker_returns_the_prepared_request_and_heuristic_pick
     assert HeuristicRanker.picks(there, OPTIONS.k) == there.heuristic[1][: OPTIONS.k]
 
 
+def test_workers_warm_up_and_freeze_their_heap_before_the_first_job() -> None:
+    async def frozen(warm: bool) -> int:
+        pool = AnalysisPool(1, PoolLimits(), warm=warm)
+        await pool.start()
+        try:
+            return int(await pool.run("frozen_objects"))
+        finally:
+            await pool.close()
+
+    assert asyncio.run(frozen(False)) == 0
+    # the analysis modules, compiled patterns and the example's leftovers: tens of thousands
+    assert asyncio.run(frozen(True)) > 10_000
+
+
 def test_bad_options_are_a_value_error_and_the_worker_stays() -> None:
     scripts, log = _example()
 

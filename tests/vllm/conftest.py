@@ -153,28 +153,42 @@ def tiny_model_dir(
     """A random Qwen2 model with a BPE tokenizer trained on this repository's Python files."""
     out = tmp_path_factory.mktemp("vllm-model")
     started = time.perf_counter()
-    done = subprocess.run(
-        [
-            str(vllm_python),
-            str(BUILDER),
-            str(out),
-            "--corpus",
-            str(ROOT / "app"),
-            "--corpus",
-            str(ROOT / "tests"),
-        ],
-        env=_clean_env(),
-        capture_output=True,
-        text=True,
-        timeout=BUILD_TIMEOUT_S,
-        check=False,
-    )
+    done = build_tiny_model(vllm_python, out)
     if done.returncode != 0:
         pytest.fail(
             f"building the tiny model failed ({done.returncode}):\n{_tail(done.stderr)}", pytrace=False
         )
     _record(pytestconfig, "tiny model built", time.perf_counter() - started)
     return out
+
+
+def build_tiny_model(python: Path, out: Path) -> subprocess.CompletedProcess[str]:
+    """Run ``tiny_model.py`` in the vLLM venv (also used by ``scripts/vllmbench.py``)."""
+    corpus = ["--corpus", str(ROOT / "app"), "--corpus", str(ROOT / "tests")]
+    return subprocess.run(
+        [str(python), str(BUILDER), str(out), *corpus],
+        env=_clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=BUILD_TIMEOUT_S,
+        check=False,
+    )
+
+
+def server_env(work: Path) -> dict[str, str]:
+    """The server's environment, its temporary files and caches under ``work`` (made here)."""
+    for sub in ("tmp", "cache", "inductor", "hf"):
+        (work / sub).mkdir(exist_ok=True)
+    return _clean_env(
+        VLLM_HOST_IP="127.0.0.1",
+        VLLM_CPU_KVCACHE_SPACE="1",
+        TMPDIR=str(work / "tmp"),
+        VLLM_CACHE_ROOT=str(work / "cache"),
+        TORCHINDUCTOR_CACHE_DIR=str(work / "inductor"),
+        HF_HOME=str(work / "hf"),
+        VLLM_NO_USAGE_STATS="1",
+        DO_NOT_TRACK="1",
+    )
 
 
 def _free_port() -> int:
@@ -208,18 +222,7 @@ def _group_alive(pgid: int) -> bool:
 
 def _start(python: Path, model_dir: Path, work: Path, port: int, log_path: Path) -> subprocess.Popen[bytes]:
     """Launch the server; ``work`` holds its temporary files and caches (short: it holds ZMQ sockets)."""
-    for sub in ("tmp", "cache", "inductor", "hf"):
-        (work / sub).mkdir(exist_ok=True)
-    env = _clean_env(
-        VLLM_HOST_IP="127.0.0.1",
-        VLLM_CPU_KVCACHE_SPACE="1",
-        TMPDIR=str(work / "tmp"),
-        VLLM_CACHE_ROOT=str(work / "cache"),
-        TORCHINDUCTOR_CACHE_DIR=str(work / "inductor"),
-        HF_HOME=str(work / "hf"),
-        VLLM_NO_USAGE_STATS="1",
-        DO_NOT_TRACK="1",
-    )
+    env = server_env(work)
     command = [
         str(python),
         "-m",
