@@ -31,7 +31,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.localize.llm import ModelClient
 from app.service.deps import Runtime, require_api_key
-from app.service.jobs import Worker
+from app.service.jobs import SyncLeases, Worker
 from app.service.logs import request_id_var
 from app.service.metrics import Metrics
 from app.service.pool import AnalysisPool, PoolLimits, default_size
@@ -95,8 +95,10 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     runtime: Runtime = app.state.runtime
     await asyncio.to_thread(migrate, runtime.store.engine)
     settings = runtime.settings
-    # a synchronous triage is written once it is done; rows left running are an older server's
-    await asyncio.to_thread(runtime.store.fail_interrupted, older_than_s=settings.triage_lease_s)
+    lease_s = settings.triage_lease_s
+    runtime.leases = SyncLeases(runtime.store, heartbeat_s=lease_s / 4, lease_s=lease_s)
+    await asyncio.to_thread(runtime.store.fail_interrupted, older_than_s=runtime.leases.lease_s)
+    runtime.leases_task = asyncio.create_task(runtime.leases.run())
     runtime.client = ModelClient.from_settings(runtime.settings)
     runtime.runner.client = runtime.client
     if runtime.pool is None:
@@ -131,6 +133,8 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         await begin_shutdown(runtime)
         if runtime.probe_task is not None:
             runtime.probe_task.cancel()
+        if runtime.leases_task is not None:
+            runtime.leases_task.cancel()
         if runtime.pool is not None:
             await runtime.pool.close()
             runtime.pool = None

@@ -12,7 +12,7 @@ from fastapi import Depends, HTTPException, Request, Security
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from app.localize.llm import ModelClient
-from app.service.jobs import Worker
+from app.service.jobs import SyncLeases, Worker
 from app.service.metrics import Metrics
 from app.service.pool import AnalysisPool
 from app.service.runner import Runner
@@ -32,6 +32,8 @@ class Runtime:
     client: ModelClient | None = None
     worker: Worker | None = None
     pool: AnalysisPool | None = None
+    leases: SyncLeases | None = None
+    leases_task: asyncio.Task[None] | None = field(default=None, repr=False)
     model_reachable: bool = False  # the last background probe of the model server answered
     probe_task: asyncio.Task[None] | None = field(default=None, repr=False)
     worker_task: asyncio.Task[None] | None = field(default=None, repr=False)

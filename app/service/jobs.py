@@ -15,7 +15,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from app.service.metrics import Metrics
-from app.service.store import Claim, Store, Submission
+from app.service.pool import PoolUnavailable
+from app.service.store import Claim, Store, StoredTriage, Submission
 
 log = logging.getLogger(__name__)
 
@@ -154,3 +155,82 @@ class Worker:
                 await asyncio.to_thread(self.store.heartbeat, self.worker_id, list(self._inflight))
             except Exception:
                 log.exception("could not renew batch leases")
+
+
+SYNC_HEARTBEAT_S = 10.0
+SYNC_LEASE_S = 40.0  # with the sweep every heartbeat, an interrupted triage is failed within a minute
+RUNNING_AFTER_S = 0.5  # a synchronous triage still going after this is written as running
+
+
+class SyncLeases:
+    """Heartbeat and sweep for synchronous triages (``POST /v1/triage``), like batch items' leases.
+
+    Each server renews ``updated_at`` of the triages it is running; any server marks failed the
+    running ones nobody renewed for ``lease_s`` (their server died). Several servers may share one
+    database: each renews only its own, so a live triage is never swept.
+    """
+
+    def __init__(
+        self, store: Store, *, heartbeat_s: float = SYNC_HEARTBEAT_S, lease_s: float = SYNC_LEASE_S
+    ) -> None:
+        self.store = store
+        self.heartbeat_s = heartbeat_s
+        self.lease_s = lease_s
+        self.inflight: set[int] = set()
+
+    async def run(self) -> None:
+        while True:
+            try:
+                await asyncio.to_thread(self.store.touch_requests, sorted(self.inflight))
+                swept = await asyncio.to_thread(self.store.fail_interrupted, older_than_s=self.lease_s)
+                if swept:
+                    log.warning("marked interrupted triages failed", extra={"triages": swept})
+            except Exception:
+                log.exception("could not renew or sweep triage leases")
+            await asyncio.sleep(self.heartbeat_s)
+
+
+async def triage_now(
+    store: Store,
+    runner: Callable[[Submission], Awaitable[dict[str, Any]]],
+    leases: SyncLeases | None,
+    case: Submission,
+) -> StoredTriage:
+    """Run one synchronous triage and store it; a failure is stored too, then re-raised.
+
+    A fast triage is written once, when done (one transaction). One still running after
+    ``RUNNING_AFTER_S`` (a model call, a large case) is written as running first, leased like a
+    batch item, so that it shows on the dashboard and a dead server's triage is marked failed.
+    """
+    work = asyncio.ensure_future(runner(case))
+    request_id: int | None = None
+    try:
+        done, _ = await asyncio.wait({work}, timeout=RUNNING_AFTER_S)
+        if not done:
+            request_id = await asyncio.to_thread(store.create_request, case)
+            if leases is not None:
+                leases.inflight.add(request_id)
+        data = await work
+    except BaseException as exc:
+        work.cancel()
+        if isinstance(exc, ValueError | PoolUnavailable):  # a limit or bad input; no worker
+            reason = str(exc)
+        elif isinstance(exc, asyncio.CancelledError):
+            reason = "cancelled"
+        else:
+            reason = f"internal error ({type(exc).__name__})"
+        await asyncio.shield(asyncio.to_thread(_fail, store, case, request_id, reason))
+        raise
+    finally:
+        if request_id is not None and leases is not None:
+            leases.inflight.discard(request_id)
+    if request_id is None:
+        return await asyncio.to_thread(store.record_triage, case, data)
+    return await asyncio.to_thread(store.save_result, request_id, data)
+
+
+def _fail(store: Store, case: Submission, request_id: int | None, reason: str) -> None:
+    if request_id is None:
+        store.record_failure(case, reason)
+    else:
+        store.fail_request(request_id, reason)

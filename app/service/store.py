@@ -374,8 +374,8 @@ class Store:
     def record_triage(self, case: Submission, data: dict[str, Any]) -> StoredTriage:
         """Store a finished synchronous triage (request, result, snapshot) in one transaction.
 
-        ``POST /v1/triage`` writes once, after the analysis: a request in flight has no row, so a
-        small request pays one commit, not one to mark it running and another to store its result.
+        A fast ``POST /v1/triage`` writes once, after the analysis: one commit, not one to mark
+        it running and another to store its result (``jobs.triage_now``).
         """
         data, snapshot = _split_snapshot(data)
         with self._tx() as session:
@@ -392,8 +392,38 @@ class Store:
             request.error = _plain(error)
             return request.id
 
+    def save_result(self, request_id: int, data: dict[str, Any]) -> StoredTriage:
+        """Store a slow triage's result and snapshot into its running request, and mark it done."""
+        data, snapshot = _split_snapshot(data)
+        with self._tx() as session:
+            request = session.get_one(TriageRequestRow, request_id)
+            session.add(ResultRow(request_id=request_id, data=data))
+            _write_snapshot(session, request_id, snapshot, data)
+            request.status = "done"
+            request.updated_at = utcnow()
+            session.flush()
+            return stored_triage(request, data)
+
+    def fail_request(self, request_id: int, error: str) -> None:
+        with self._tx() as session:
+            request = session.get_one(TriageRequestRow, request_id)
+            request.status = "failed"
+            request.error = _plain(error)
+            request.updated_at = utcnow()
+
+    def touch_requests(self, request_ids: Sequence[int]) -> None:
+        """Heartbeat of synchronous triages in flight: a fresh ``updated_at`` keeps the sweep off them."""
+        if not request_ids:
+            return
+        with self._tx() as session:
+            session.execute(
+                update(TriageRequestRow)
+                .where(TriageRequestRow.id.in_(list(request_ids)), TriageRequestRow.status == "running")
+                .values(updated_at=utcnow())
+            )
+
     def fail_interrupted(self, *, older_than_s: float) -> int:
-        """Fail synchronous triages an earlier server version left running (batch items requeue)."""
+        """Mark synchronous triages left running by a stopped process (batch items requeue instead)."""
         cutoff = utcnow() - timedelta(seconds=older_than_s)
         in_batches = select(BatchItemRow.request_id)
         with self._tx() as session:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -293,3 +295,34 @@ def _downgrade(engine: object, revision: str) -> None:
     with engine.begin() as conn:  # type: ignore[attr-defined]
         cfg.attributes["connection"] = conn
         command.downgrade(cfg, revision)
+
+
+def test_a_fast_synchronous_triage_is_written_in_one_transaction(store: Store) -> None:
+    from sqlalchemy import event
+
+    from app.service.jobs import triage_now
+    from app.service.metrics import Metrics
+    from app.service.runner import Runner
+
+    commits: list[int] = []
+    event.listen(store.engine, "commit", lambda _conn: commits.append(1))
+    runner = Runner(client=None, metrics=Metrics())  # in-process: the running example takes milliseconds
+    example = Path(__file__).resolve().parents[1] / "data" / "running-example"
+    case = Submission(
+        scripts=(Script("test_example.py", (example / "test_example.py").read_text()),),
+        log=(example / "failure.log").read_text(),
+        options={**OPTIONS, "log_functions": ["Log.log"]},
+    )
+    stored = asyncio.run(triage_now(store, runner, None, case))
+    assert len(commits) == 1
+    assert stored.status == "done" and stored.result is not None
+    assert stored.result["ranking"][0]["id"] == "BLOCK 6"
+    assert store.get_triage(stored.id) == stored
+
+    commits.clear()
+    bad = replace(case, options={**case.options, "level": "everything"})
+    with pytest.raises(ValueError, match="level must be one of"):
+        asyncio.run(triage_now(store, runner, None, bad))
+    assert len(commits) == 1  # the failure is stored with its input, in one transaction too
+    failed = store.list_triage(limit=1, status="failed").items[0]
+    assert "level must be one of" in (failed.error or "")

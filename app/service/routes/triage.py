@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from typing import Annotated, Any
 
@@ -11,6 +12,7 @@ from fastapi import APIRouter, HTTPException, Path, Query
 from app.service import history_triage
 from app.service.cases import InvalidInput, LimitExceeded, to_case
 from app.service.deps import RuntimeDep
+from app.service.jobs import triage_now
 from app.service.pool import PoolUnavailable
 from app.service.schemas import Status, TriagePage, TriageRequest, TriageResult
 from app.service.views import triage_summary, triage_view
@@ -38,24 +40,17 @@ async def create_triage(body: TriageRequest, runtime: RuntimeDep) -> dict[str, A
     except InvalidInput as exc:
         raise HTTPException(422, str(exc)) from None
     try:
-        data = await history_triage.run(runtime, case, body)  # the plain runner unless history applies
+        # the plain runner unless history applies
+        run = functools.partial(history_triage.run, runtime, body=body)
+        stored = await triage_now(runtime.store, run, runtime.leases, case)
     except ValueError as exc:  # AnalysisRejected too: a limit the input exceeded
-        await asyncio.to_thread(runtime.store.record_failure, case, str(exc))
         raise HTTPException(422, str(exc)) from None
     except PoolUnavailable as exc:
-        await asyncio.to_thread(runtime.store.record_failure, case, str(exc))
         raise HTTPException(503, str(exc), headers={"Retry-After": "5"}) from None
-    except BaseException as exc:
+    except Exception:
         log.exception("triage failed")
-        reason = (
-            "cancelled"
-            if isinstance(exc, asyncio.CancelledError)
-            else f"internal error ({type(exc).__name__})"
-        )
-        await asyncio.shield(asyncio.to_thread(runtime.store.record_failure, case, reason))
         raise
-    # one transaction per request: the request, its result and its snapshot land together
-    return triage_view(await asyncio.to_thread(runtime.store.record_triage, case, data))
+    return triage_view(stored)
 
 
 @router.get("/{triage_id}", response_model=TriageResult, responses=ERRORS)
