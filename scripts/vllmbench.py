@@ -136,11 +136,15 @@ async def run_level(url: str, requests: list[RankRequest], inflight: int, model:
     async def one(request: RankRequest) -> None:
         async with gate:
             result = await rank(request, client=client)
-        if result.ranker == "llm" and not result.fallback_reason:
-            outcomes["ranked by the model"] += 1
+        reason = result.fallback_reason or ""
+        if "context window" in reason:
+            outcomes["over the context window"] += 1
+        elif result.model and "valid item(s)" in reason:
+            outcomes["answered, filled in by the heuristic"] += 1  # a random model's short answer
+        elif result.model and result.ranker == "llm" and not reason:
+            outcomes["answered in full"] += 1
         else:
-            reason = result.fallback_reason or "fell back"
-            outcomes["over the context window" if "context window" in reason else reason[:120]] += 1
+            outcomes[reason[:120] or "no model answer"] += 1
 
     started = time.perf_counter()
     async with client:
@@ -153,6 +157,9 @@ async def run_level(url: str, requests: list[RankRequest], inflight: int, model:
         "items": len(requests),
         "wall_s": round(wall, 2),
         "items_per_s": round(len(requests) / wall, 2),
+        "answered_per_s": round(
+            (outcomes["answered in full"] + outcomes["answered, filled in by the heuristic"]) / wall, 2
+        ),
         "outcomes": dict(outcomes),
         "prefix_cache_hit_rate": round((after[0] - before[0]) / queries, 3) if queries else None,
     }
@@ -218,12 +225,14 @@ def main(argv: list[str] | None = None) -> int:
         f"max_tokens {MAX_TOKENS}"
     )
     print(f"fixed instructions lead every prompt: {'yes' if lead else 'NO'} ({shared} chars shared)")
-    print(f"{'in flight':>9}  {'items/s':>8}  {'wall s':>7}  {'prefix hit':>10}  outcomes")
+    header = ("in flight", "items/s", "answered/s", "wall s", "prefix hit")
+    print("  ".join(f"{h:>{w}}" for h, w in zip(header, (9, 8, 10, 7, 10), strict=True)) + "  outcomes")
     for row in rows:
         hit = "-" if row["prefix_cache_hit_rate"] is None else f"{row['prefix_cache_hit_rate']:.0%}"
         outcomes = ", ".join(f"{n} {what}" for what, n in row["outcomes"].items())
         print(
-            f"{row['inflight']:>9}  {row['items_per_s']:>8.2f}  {row['wall_s']:>7.1f}  {hit:>10}  {outcomes}"
+            f"{row['inflight']:>9}  {row['items_per_s']:>8.2f}  {row['answered_per_s']:>10.2f}  "
+            f"{row['wall_s']:>7.1f}  {hit:>10}  {outcomes}"
         )
     return 0
 

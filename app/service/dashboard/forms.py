@@ -36,10 +36,6 @@ class SubmitForm:
     def error(self, name: str, message: str) -> None:
         self.errors.setdefault(name, []).append(message)
 
-    @property
-    def general_errors(self) -> list[str]:
-        return self.errors.get("", [])
-
 
 _LABELS = {
     "test_id": "Test id",
