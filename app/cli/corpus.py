@@ -30,6 +30,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     build.add_argument("--seed", type=int, default=0, help="seed for file, test and mutant choice")
     build.add_argument("--per-file", type=int, default=10, help="at most this many cases per test file")
     build.add_argument("--timeout", type=float, default=20.0, help="seconds before a child run is killed")
+    build.add_argument(
+        "--jobs", type=int, default=2, help="history corpus: files built in parallel (default 2)"
+    )
     build.add_argument("--quiet", action="store_true", help="no progress lines")
     build.set_defaults(func=_build)
 
@@ -70,13 +73,15 @@ def _build_history(args: argparse.Namespace) -> int:
     if args.history.exists() and not args.history.is_dir():
         raise UsageError(f"--history {args.history} exists and is not a folder")
     options = HistoryOptions.for_size(args.size, seed=args.seed)
+    if args.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
 
     def progress(line: str) -> None:
         if not args.quiet:
             print(line, file=sys.stderr, flush=True)
 
     try:
-        summary = build_history_corpus(args.history, options, progress=progress)
+        summary = build_history_corpus(args.history, options, jobs=args.jobs, progress=progress)
     except (FileNotFoundError, FileExistsError) as exc:
         raise UsageError(str(exc)) from exc
     print(json.dumps(summary.as_dict(), indent=1))

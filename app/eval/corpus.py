@@ -153,28 +153,51 @@ def unittest_methods(source: str) -> list[str]:
     return found
 
 
+def place_source(work: Path, relpath: str, source: str) -> Path:
+    """Write a mutated module where the child imports it, with no cached bytecode beside it.
+
+    A mutant often has the same size as the file before it and is written within the same
+    second; a leftover ``__pycache__`` entry then matches both and the child runs the old code.
+    """
+    target = work / relpath
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(target.parent / "__pycache__", ignore_errors=True)
+    target.write_text(source, encoding="utf-8")
+    return target
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """The child's environment: no inherited PYTHON* settings, no bytecode written, no proxies."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env.update(PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1", NO_PROXY="*", http_proxy="", https_proxy="")
+    env.update(extra)
+    return env
+
+
+def child_command(runner: Path, spec_path: Path) -> list[str]:
+    """``-B``: mutated modules must never leave (or be read back as) stale bytecode."""
+    return [sys.executable, "-B", "-X", "utf8", str(runner), str(spec_path)]
+
+
 def run_tests(
     work: Path, relpath: str, source: str, tests: list[str], *, trace: bool, timeout_s: float
 ) -> RunOutcome:
     """Run the named tests of ``source`` (placed at ``work/relpath``) in a child interpreter."""
-    target = work / relpath
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(source, encoding="utf-8")
+    target = place_source(work, relpath, source)
     result_path = work / "result.json"
     result_path.unlink(missing_ok=True)
     spec_path = work / "spec.json"
     module = relpath.removesuffix(".py").replace("/", ".")
     spec = {"path": str(target), "module": module, "tests": tests, "result": str(result_path), "trace": trace}
     spec_path.write_text(json.dumps(spec), encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-    env.update(PYTHONUNBUFFERED="1", PYTHONHASHSEED="0", NO_PROXY="*", http_proxy="", https_proxy="")
+    env = child_env(PYTHONHASHSEED="0")
     cwd = work / "cwd"  # fresh for every run: files a test leaves behind cannot change the next one
     shutil.rmtree(cwd, ignore_errors=True)
     cwd.mkdir()
     started = time.perf_counter()
     try:
         proc = subprocess.run(
-            [sys.executable, "-X", "utf8", str(RUNNER), str(spec_path)],
+            child_command(RUNNER, spec_path),
             cwd=cwd,
             env=env,
             stdout=subprocess.PIPE,

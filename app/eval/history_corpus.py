@@ -22,12 +22,11 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
-import os
+import multiprocessing
 import random
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from collections import Counter
@@ -40,9 +39,12 @@ from app.eval.corpus import (
     DISPLAY_ROOT,
     CorpusOptions,
     candidate_files,
+    child_command,
+    child_env,
     cpython_test_dir,
     display_log,
     log_calls,
+    place_source,
     unittest_methods,
 )
 from app.eval.mutate import Mutation, mutations
@@ -275,9 +277,7 @@ class Executor:
         self, relpath: str, source: str, tests: list[str], env_name: str, noise: dict[str, int]
     ) -> dict[str, TestRun]:
         self.summary.executions += 1
-        target = self.work / relpath
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(source, encoding="utf-8")
+        target = place_source(self.work, relpath, source)
         result = self.work / "result.json"
         result.unlink(missing_ok=True)
         spec = self.work / "spec.json"
@@ -288,14 +288,13 @@ class Executor:
             ),
             encoding="utf-8",
         )
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-        env.update(ENVS[env_name], PYTHONUNBUFFERED="1", NO_PROXY="*", http_proxy="", https_proxy="")
+        env = child_env(**ENVS[env_name])
         cwd = self.work / "cwd"
         shutil.rmtree(cwd, ignore_errors=True)
         cwd.mkdir()
         try:
             subprocess.run(
-                [sys.executable, "-X", "utf8", str(RUNNER), str(spec)],
+                child_command(RUNNER, spec),
                 cwd=cwd,
                 env=env,
                 stdout=subprocess.DEVNULL,
@@ -320,8 +319,15 @@ class Executor:
 
 
 def build_history_corpus(
-    out: Path, options: HistoryOptions, *, progress: Callable[[str], None] = lambda _: None
+    out: Path,
+    options: HistoryOptions,
+    *,
+    jobs: int = 1,
+    progress: Callable[[str], None] = lambda _: None,
 ) -> HistorySummary:
+    """Files are built independently (each seeds its own choices), so ``jobs`` workers give the
+    same corpus as one; results are taken in file order and the first ``max_files`` that yield
+    groups are kept."""
     started = time.perf_counter()
     test_dir = cpython_test_dir()
     out.mkdir(parents=True, exist_ok=True)
@@ -334,27 +340,64 @@ def build_history_corpus(
     rng.shuffle(files)
     files.sort(key=lambda p: log_calls(p.read_text(encoding="utf-8")) == 0)
     summary = HistorySummary()
-    with tempfile.TemporaryDirectory(prefix="tcfl-history-") as scratch:
-        executor = Executor(Path(scratch), options, summary)
-        for path in files:
-            if summary.files >= options.max_files or time.perf_counter() - started > options.max_seconds:
-                break
-            made = 0
-            for group in _groups_from_file(path, executor, options, summary):
-                (groups_dir / f"{group['id']}.json").write_text(json.dumps(group) + "\n", encoding="utf-8")
-                summary.groups += 1
-                summary.cases += len(group["cases"])
-                for case in group["cases"]:
-                    summary.regimes[case["regime"]] += 1
-                    summary.noise[str(group["noise"])] += 1
-                summary.runs += len(group["runs"])
-                made += 1
-                progress(f"{summary.cases} cases, {summary.groups} groups: {group['id']}")
-            if made:
-                summary.files += 1
+    deadline = time.time() + options.max_seconds
+    for groups, part in _file_results(files, options, deadline, jobs):
+        summary.executions += part.executions
+        summary.rejected.update(part.rejected)
+        if summary.files >= options.max_files:
+            continue
+        for group in groups:
+            (groups_dir / f"{group['id']}.json").write_text(json.dumps(group) + "\n", encoding="utf-8")
+            summary.groups += 1
+            summary.cases += len(group["cases"])
+            for case in group["cases"]:
+                summary.regimes[case["regime"]] += 1
+                summary.noise[str(group["noise"])] += 1
+            summary.runs += len(group["runs"])
+            progress(f"{summary.cases} cases, {summary.groups} groups: {group['id']}")
+        if groups:
+            summary.files += 1
     summary.seconds = time.perf_counter() - started
     (out / "index.json").write_text(json.dumps(summary.as_dict(), indent=1) + "\n", encoding="utf-8")
     return summary
+
+
+_Job = tuple[Path, HistoryOptions, float]
+
+
+def _one_file(job: _Job) -> tuple[list[dict[str, Any]], HistorySummary]:
+    """All groups of one file, built in a scratch folder of its own (a worker's unit of work)."""
+    path, options, deadline = job
+    part = HistorySummary()
+    if time.time() > deadline:
+        return [], part
+    with tempfile.TemporaryDirectory(prefix="tcfl-history-") as scratch:
+        executor = Executor(Path(scratch), options, part)
+        return list(_groups_from_file(path, executor, options, part)), part
+
+
+def _file_results(
+    files: list[Path], options: HistoryOptions, deadline: float, jobs: int
+) -> Iterator[tuple[list[dict[str, Any]], HistorySummary]]:
+    """Per file in order, its groups; stops once ``max_files`` files gave groups."""
+    work = [(p, options, deadline) for p in files]
+    found = 0
+    if jobs <= 1:
+        results: Iterator[tuple[list[dict[str, Any]], HistorySummary]] = map(_one_file, work)
+        pool = None
+    else:
+        pool = multiprocessing.get_context("fork").Pool(jobs)
+        results = pool.imap(_one_file, work, chunksize=1)
+    try:
+        for groups, part in results:
+            yield groups, part
+            found += bool(groups)
+            if found >= options.max_files or time.time() > deadline:
+                break
+    finally:
+        if pool is not None:
+            pool.terminate()
+            pool.join()
 
 
 def _groups_from_file(

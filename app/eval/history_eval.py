@@ -11,32 +11,50 @@ paired-bootstrap 95 % CIs compare each ranker with static on the same cases.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
-import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from app.analysis.model import Analysis, Loc, Script, State
 from app.analysis.pipeline import analyze
-from app.analysis.render import render
+from app.analysis.render import RenderedCode, render
 from app.eval.metrics import rank_scores
 from app.eval.runner import faulty_elements
-from app.history.cp import CPRun, block_states, cp_scores
-from app.history.fusion import Sample, channel_bins, fit, fuse
-from app.history.graph import block_edges
-from app.history.selection import run_weight
-from app.history.signatures import Run, err_sig, first_bad_version, is_flaky, pairwise_f1
-from app.history.spectrum import RunTrace, map_states, scores, spectrum
-from app.history.versions import LineMap, changed_lines, map_lines
+from app.history.fusion import BUCKETS, Calibration, Sample, bucket, channel_bins, fit, fuse, pick_calibration
+from app.history.rank import (
+    FUSED_CHANNELS,
+    HistoryRun,
+    element_channels,
+    final_order,
+    line_channels,
+    map_runs,
+    members_of,
+    select_runs,
+    target_of,
+)
+from app.history.signatures import (
+    Run,
+    err_sig,
+    first_bad_version,
+    group_key,
+    is_flaky,
+    pairwise_f1,
+    site_sig,
+)
 from app.localize.heuristic import rank_heuristic
 
 LEVELS = ("line", "block")
 KS = (1, 3, 5)
 RANKERS = ("static", "spectrum", "spectrum_true", "dstar", "cp", "fused")
-CHANNELS = ("static", "ochiai", "cp", "diff")
+# each history channel switched off, the min rule off, and the other run selections
+ABLATIONS = ("no_ochiai", "no_cp", "no_diff", "no_min_rule", "select_fdc", "select_similar")
+GROUPING_LENGTH = 10  # history length whose fused ranking names a failure's shared fault site
 VERSION_ORDER = ("V0", "V0'", "V1")
 
 
@@ -55,12 +73,17 @@ class _RunView:
     truth: frozenset[int]
     err_sig: str | None
 
+    @functools.cached_property
+    def truth_states(self) -> dict[Loc, State]:
+        """The true trace as line states over the same lines (runs share it, so it is built once)."""
+        return {loc: State.EXE if loc.line in self.truth else State.NEXE for loc in self.states}
+
 
 @dataclass
 class _Group:
     data: dict[str, Any]
     scripts: dict[str, list[Script]]
-    maps: dict[str, dict[str, LineMap]]  # version -> {path: map onto V1}
+    files: dict[str, dict[str, str]]  # version -> {path: content}
     cache: dict[tuple[str, str], tuple[Analysis, _RunView]] = field(default_factory=dict)
 
     def view(self, run: dict[str, Any]) -> tuple[Analysis, _RunView]:
@@ -96,15 +119,8 @@ def _group(
     scripts = {
         label: [Script(f["path"], f["content"]) for f in v["files"]] for label, v in data["versions"].items()
     }
-    target = {f["path"]: f["content"] for f in data["versions"]["V1"]["files"]}
-    maps = {}
-    for label, v in data["versions"].items():
-        maps[label] = {
-            f["path"]: map_lines(f["content"].splitlines(), target[f["path"]].splitlines())
-            for f in v["files"]
-            if f["path"] in target
-        }
-    return _Group(data, scripts, maps, cache if cache is not None else {})
+    files = {label: {f["path"]: f["content"] for f in v["files"]} for label, v in data["versions"].items()}
+    return _Group(data, scripts, files, cache if cache is not None else {})
 
 
 @dataclass
@@ -115,10 +131,18 @@ class CaseOutcome:
     noise: float
     ranks: dict[int, dict[str, dict[str, list[str]]]]  # N -> level -> ranker -> ranking
     faulty: dict[str, frozenset[str]]
-    samples: dict[int, dict[str, list[Sample]]]  # N -> level -> calibration samples (fused channels)
-    channel_scores: dict[int, dict[str, dict[str, dict[str, float]]]]  # N -> level -> channel -> scores
+    # N -> level -> run selection ("all", "fdc", "similar", "nopass") -> channel -> element scores
+    channels: dict[int, dict[str, dict[str, dict[str, dict[str, float]]]]]
+    own_runs: dict[int, int]  # N -> earlier runs of the test itself in that history
     elements: dict[str, list[str]]
+    block_sites: dict[str, str] = field(default_factory=dict)  # blocks in shared code -> site
+    err_sig: str | None = None
     first_bad_ok: bool | None = None
+
+    def samples(self, n: int, level: str) -> list[Sample]:
+        """Calibration samples: every element's bins under the history with all runs."""
+        bins = channel_bins(self.channels[n][level]["all"], self.elements[level])
+        return [Sample(bins[e], e in self.faulty[level]) for e in self.elements[level]]
 
 
 def _history(group: _Group, target: dict[str, Any], n: int) -> list[dict[str, Any]]:
@@ -137,43 +161,47 @@ def _history(group: _Group, target: dict[str, Any], n: int) -> list[dict[str, An
     return sorted([*own, *siblings], key=lambda r: r["id"])
 
 
-def _flaky_ids(group: _Group, runs: Sequence[dict[str, Any]]) -> set[int]:
-    """Failing runs the history itself classifies as flaky (not the corpus's ground truth)."""
-    out: set[int] = set()
-    by_test: dict[str, list[Run]] = {}
-    for r in runs:
-        prior = by_test.setdefault(r["test"], [])
-        run = _as_run(group, r)
-        if run.verdict in ("fail", "error") and is_flaky(prior, run):
-            out.add(r["id"])
-        prior.append(run)
-    return out
-
-
 def _as_run(group: _Group, r: dict[str, Any]) -> Run:
     sig = group.view(r)[1].err_sig if r["outcome"] in ("fail", "error") else None
     return Run(r["outcome"], r["version"], r["env"], sig)
 
 
+def _history_runs(
+    group: _Group, history: Sequence[dict[str, Any]], target: dict[str, Any], *, truth: bool
+) -> list[HistoryRun]:
+    """The corpus's runs as the product's history ranker receives them (own version, own trace)."""
+    out = []
+    for r in history:
+        _, view = group.view(r)
+        states = view.truth_states if truth else view.states
+        out.append(
+            HistoryRun(
+                r["outcome"],
+                group.files[r["version"]],
+                states,
+                r["env"],
+                view.err_sig,
+                VERSION_ORDER.index("V1") - VERSION_ORDER.index(r["version"]),
+                r["test"] == target["test"],
+            )
+        )
+    return out
+
+
 def evaluate_case(group: _Group, case: dict[str, Any], lengths: Sequence[int]) -> CaseOutcome:
     runs = group.data["runs"]
-    target = runs[case["target_run"]]
-    analysis, fview = group.view(target)
+    target_run = runs[case["target_run"]]
+    analysis, fview = group.view(target_run)
     faulty = faulty_elements(analysis, frozenset(Loc(f["path"], f["line"]) for f in case["faulty_lines"]))
-    edges = block_edges(analysis)
     rendered = {level: render(analysis, "tplus", level) for level in LEVELS}
-    members = {
-        level: {e.id: [Loc(e.path, n) for n in e.lines] for e in rendered[level].elements} for level in LEVELS
-    }
+    members = {level: members_of(rendered[level]) for level in LEVELS}
     static = {}
     for level in LEVELS:
         elements = [e.id for e in rendered[level].elements]
         ranked = [s.element.id for s in rank_heuristic(analysis, rendered[level], max(1, len(elements)))]
         static[level] = [*ranked, *(e for e in elements if e not in ranked)]
-    block_lines = {
-        b.bid: [Loc(b.path, n) for n in range(b.start_line, b.end_line + 1)] for b in analysis.blocks
-    }
-    v1_files = {f["path"]: f["content"] for f in group.data["versions"]["V1"]["files"]}
+    target = target_of(analysis, fview.states)
+    target_true = target.with_states(fview.truth_states)
     out = CaseOutcome(
         case["id"],
         group.data["file"],
@@ -184,82 +212,67 @@ def evaluate_case(group: _Group, case: dict[str, Any], lengths: Sequence[int]) -
         {},
         {},
         {lv: list(static[lv]) for lv in LEVELS},
+        err_sig=fview.err_sig,
     )
     for n in lengths:
-        history = _history(group, target, n)
-        flaky = _flaky_ids(group, [*history, target]) if history else set()
-        est_runs, true_runs, cp_runs = [], [], []
-        for r in [*history, target]:
-            _, view = group.view(r)
-            weight = run_weight(VERSION_ORDER.index("V1") - VERSION_ORDER.index(r["version"]))
-            lmap = group.maps[r["version"]]
-            states = map_states(view.states, lmap)
-            truth_states = map_states(
-                {loc: (State.EXE if loc.line in view.truth else State.NEXE) for loc in view.states}, lmap
-            )
-            is_flaky_run = r["id"] in flaky and r["id"] != target["id"]
-            est_runs.append(RunTrace(r["outcome"], states, weight, is_flaky_run))
-            true_runs.append(RunTrace(r["outcome"], truth_states, weight, is_flaky_run))
-            exits = frozenset()
-            if r["id"] == target["id"] and analysis.error_frames:
-                last = analysis.error_frames[-1]
-                exits = frozenset(b.bid for b in analysis.blocks if b.start_line <= last.line <= b.end_line)
-            cp_runs.append(
-                CPRun(r["outcome"], block_states(states, block_lines), weight, exits, is_flaky_run)
-            )
-        ran = [loc for loc, s in fview.states.items() if s != State.NEXE]
-        est = spectrum(est_runs, ran)
-        tru = spectrum(true_runs, [loc for loc in fview.states if loc.line in fview.truth])
-        line_scores = {
-            "spectrum": scores(est, "ochiai"),
-            "spectrum_true": scores(tru, "ochiai"),
-            "dstar": scores(est, "dstar"),
+        history = _history(group, target_run, n)
+        mapped = map_runs(target, _history_runs(group, history, target_run, truth=False))
+        mapped_true = map_runs(target_true, _history_runs(group, history, target_run, truth=True))
+        out.own_runs[n] = sum(r.same_test for r in mapped)
+        lines = {
+            "all": line_channels(target, mapped),
+            "nopass": line_channels(target, mapped, passes=False),
+            "fdc": line_channels(target, select_runs(target, mapped, "fdc")),
+            "similar": line_channels(target, select_runs(target, mapped, "similar")),
         }
-        cp = cp_scores(list(block_lines), edges, cp_runs).scores
-        cp_line = {loc: cp[bid] for bid, locs in block_lines.items() if bid in cp for loc in locs}
-        diff: dict[Loc, float] = {}
-        passes = [r for r in history if r["test"] == target["test"] and r["outcome"] == "pass"]
-        if passes and passes[-1]["version"] != "V1":
-            old = {f["path"]: f["content"] for f in group.data["versions"][passes[-1]["version"]]["files"]}
-            diff = {
-                Loc(p, line): 1.0 for p, line in changed_lines(old, v1_files) if Loc(p, line) in fview.states
-            }
+        true_lines = line_channels(target_true, mapped_true)
         out.ranks[n] = {}
-        out.samples[n] = {}
-        out.channel_scores[n] = {}
+        out.channels[n] = {}
         for level in LEVELS:
             order = {e: i for i, e in enumerate(static[level])}
-            elem = lambda ls, lv=level: _element_scores(ls, members[lv])  # noqa: E731
             ranked = {"static": static[level]}
-            for name, ls in (*line_scores.items(), ("cp", cp_line)):
-                ranked[name] = _ranking(elem(ls), order, static[level])
-            channels: dict[str, dict[str, float]] = {
-                "static": {e: -float(i) for i, e in enumerate(static[level])}
-            }
-            if history:
-                channels["ochiai"] = elem(line_scores["spectrum"])
-                if cp_line:
-                    channels["cp"] = elem(cp_line)
-                if diff:
-                    channels["diff"] = elem(diff)
-            ranked["fused"] = static[level]  # replaced once calibrated
+            every = element_channels(lines["all"], members[level], static[level], ("ochiai", "dstar", "cp"))
+            truth_scores = element_channels(true_lines, members[level], static[level], ("ochiai",))
+            for name, scores_ in (
+                ("spectrum", every.get("ochiai", {})),
+                ("spectrum_true", truth_scores.get("ochiai", {})),
+                ("dstar", every.get("dstar", {})),
+                ("cp", every.get("cp", {})),
+            ):
+                ranked[name] = _ranking(scores_, order, static[level])
             out.ranks[n][level] = ranked
-            out.channel_scores[n][level] = channels
-            bins = channel_bins(channels, static[level])
-            out.samples[n][level] = [Sample(bins[e], e in faulty[level]) for e in static[level]]
+            out.channels[n][level] = {
+                name: (
+                    element_channels(ls, members[level], static[level])
+                    if history
+                    else {"static": {e: -float(i) for i, e in enumerate(static[level])}}
+                )
+                for name, ls in lines.items()
+            }
     if case["regime"] == "R1":
-        hist = [_as_run(group, r) for r in runs if r["test"] == target["test"] and r["id"] < target["id"]]
-        found = first_bad_version(hist, _as_run(group, target), list(VERSION_ORDER))
+        hist = [
+            _as_run(group, r) for r in runs if r["test"] == target_run["test"] and r["id"] < target_run["id"]
+        ]
+        found = first_bad_version(hist, _as_run(group, target_run), list(VERSION_ORDER))
         out.first_bad_ok = found.first_bad == "V1" and found.last_good == "V0'"
+    out.block_sites = _block_sites(analysis, rendered["block"])
     return out
 
 
-def _element_scores(line_scores: Mapping[Loc, float], members: Mapping[str, list[Loc]]) -> dict[str, float]:
+def _block_sites(analysis: Analysis, rendered: RenderedCode) -> dict[str, str]:
+    """Block elements inside shared code (a helper or ``setUp``, not a test method): their sites."""
+    names = {f.fid: f.name for f in analysis.program.functions}
     out = {}
-    for eid, locs in members.items():
-        values = [line_scores[loc] for loc in locs if loc in line_scores]
-        if values:
-            out[eid] = max(values)
+    for e in rendered.elements:
+        fids = {
+            b.function
+            for b in analysis.blocks
+            if b.path == e.path and b.start_line <= e.start_line <= b.end_line
+        }
+        if fids and not any(
+            names.get(f, "test").startswith("test") or names.get(f) == "module" for f in fids
+        ):
+            out[e.id] = site_sig(e.code)
     return out
 
 
@@ -287,11 +300,12 @@ def _scores(
     return rows
 
 
-def _bootstrap(diffs: Sequence[float], rng: random.Random, rounds: int = 1000) -> tuple[float, float]:
+def _bootstrap(diffs: Sequence[float], rng: np.random.Generator, rounds: int = 1000) -> tuple[float, float]:
     if not diffs:
         return (0.0, 0.0)
-    means = sorted(sum(rng.choice(diffs) for _ in diffs) / len(diffs) for _ in range(rounds))
-    return (round(means[int(0.025 * rounds)], 4), round(means[int(0.975 * rounds) - 1], 4))
+    values = np.asarray(diffs, dtype=float)
+    means = np.sort(rng.choice(values, size=(rounds, len(values))).mean(axis=1))
+    return (round(float(means[int(0.025 * rounds)]), 4), round(float(means[int(0.975 * rounds) - 1]), 4))
 
 
 def evaluate_history(
@@ -311,35 +325,75 @@ def evaluate_history(
     return summarize(groups, outcomes, lengths, seed=seed)
 
 
-def summarize(
-    groups: Sequence[_Group], outcomes: list[CaseOutcome], lengths: Sequence[int], *, seed: int = 0
-) -> dict[str, Any]:
-    """Calibrate on one half of the files, score every ranker on the other half."""
-    calib_files, test_files = split_files(o.file for o in outcomes)
-    calib = [o for o in outcomes if o.file in calib_files]
-    test = [o for o in outcomes if o.file in test_files]
-    calibrations = {
-        level: fit(
-            [s for o in calib for n in lengths for s in o.samples[n][level]],
-            CHANNELS,
-            cases=len(calib),
-        )
-        for level in LEVELS
+def calibrate(outcomes: Sequence[CaseOutcome], lengths: Sequence[int]) -> dict[str, Calibration]:
+    """``level@bucket`` -> calibration from the cases' histories of that length bucket."""
+    out = {}
+    for level in LEVELS:
+        for b in BUCKETS:
+            samples = [
+                s
+                for o in outcomes
+                for n in lengths
+                if n > 0 and bucket(o.own_runs[n]) == b
+                for s in o.samples(n, level)
+            ]
+            out[f"{level}@{b}"] = fit(samples, FUSED_CHANNELS, cases=len(outcomes))
+    return out
+
+
+def _fused(
+    channels: Mapping[str, Mapping[str, Mapping[str, float]]],
+    elements: list[str],
+    calibration: Calibration,
+    *,
+    selection: str = "all",
+    drop: str | None = None,
+    min_rule: bool = True,
+) -> list[str]:
+    """The fused order the product ranker gives (with the min rule), or one of its ablations."""
+
+    def order(view: str) -> list[str]:
+        kept = {c: v for c, v in channels[view].items() if c != drop}
+        return [f.element for f in fuse(kept, elements, calibration, elements)]
+
+    with_passes = order(selection)
+    return final_order(with_passes, order("nopass")) if min_rule else with_passes
+
+
+def _fuse_all(
+    outcomes: Sequence[CaseOutcome], lengths: Sequence[int], calibrations: Mapping[str, Calibration]
+) -> None:
+    variants: dict[str, dict[str, Any]] = {
+        "fused": {},
+        "no_ochiai": {"drop": "ochiai"},
+        "no_cp": {"drop": "cp"},
+        "no_diff": {"drop": "diff"},
+        "no_min_rule": {"min_rule": False},
+        "select_fdc": {"selection": "fdc"},
+        "select_similar": {"selection": "similar"},
     }
     for o in outcomes:
         for n in lengths:
             for level in LEVELS:
-                fused = fuse(
-                    o.channel_scores[n][level], o.elements[level], calibrations[level], o.elements[level]
-                )
-                o.ranks[n][level]["fused"] = [f.element for f in fused]
-    rng = random.Random(seed)
+                calibration = pick_calibration(calibrations, level, o.own_runs[n])
+                for name, kw in variants.items():
+                    o.ranks[n][level][name] = _fused(
+                        o.channels[n][level], o.elements[level], calibration, **kw
+                    )
+
+
+def _table(
+    test: Sequence[CaseOutcome],
+    lengths: Sequence[int],
+    rankers: Sequence[str],
+    rng: np.random.Generator | None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
     history: dict[str, Any] = {}
     ci: dict[str, Any] = {}
     for n in lengths:
         history[str(n)] = {}
         ci[str(n)] = {}
-        for ranker in RANKERS:
+        for ranker in rankers:
             history[str(n)][ranker] = {}
             ci[str(n)][ranker] = {}
             for level in LEVELS:
@@ -354,20 +408,37 @@ def summarize(
                         "map": round(sum(r[1] for r in rows) / count, 4),
                         "mrr": round(sum(r[2] for r in rows) / count, 4),
                     }
+                    if rng is None:
+                        continue
                     ci[str(n)][ranker][level][str(k)] = {
                         "hit": _bootstrap([r[0] for r in rows], rng),
                         "hit_minus_static": _bootstrap(
                             [a[0] - b[0] for a, b in zip(rows, base, strict=True)], rng
                         ),
                     }
+    return history, ci
+
+
+def summarize(
+    groups: Sequence[_Group], outcomes: list[CaseOutcome], lengths: Sequence[int], *, seed: int = 0
+) -> dict[str, Any]:
+    """Calibrate on one half of the files, score every ranker on the other half."""
+    calib_files, test_files = split_files(o.file for o in outcomes)
+    calib = [o for o in outcomes if o.file in calib_files]
+    test = [o for o in outcomes if o.file in test_files]
+    calibrations = calibrate(calib, lengths)
+    _fuse_all(outcomes, lengths, calibrations)
+    history, ci = _table(test, lengths, RANKERS, np.random.default_rng(seed))
+    ablations, _ = _table(test, lengths, ("fused", *ABLATIONS), None)
     return {
         "cases": len(outcomes),
         "history": history,
         "history_split": {"calibration": len(calib), "test": len(test)},
         "history_ci": ci,
+        "history_ablations": ablations,
         "history_regimes": _regimes(test),
-        "history_features": _features(groups, outcomes),
-        "calibration": {level: c.to_dict() for level, c in calibrations.items()},
+        "history_features": _features(groups, outcomes, lengths),
+        "calibration": {key: c.to_dict() for key, c in calibrations.items()},
     }
 
 
@@ -378,10 +449,23 @@ def _regimes(test: Sequence[CaseOutcome]) -> dict[str, int]:
     return out
 
 
-def _features(groups: Sequence[_Group], outcomes: Sequence[CaseOutcome]) -> dict[str, Any]:
-    """Flaky F1 at 15 % noise, first-bad-version accuracy (R1), signature grouping pairwise F1."""
+def _features(
+    groups: Sequence[_Group], outcomes: Sequence[CaseOutcome], lengths: Sequence[int]
+) -> dict[str, Any]:
+    """Flaky F1 at 15 % noise, first-bad-version accuracy (R1), signature grouping pairwise F1.
+
+    Grouping keys a failure by its shared fault site where the fused ranking (at 10 runs) of the
+    case with its error signature puts the fault in shared code, else by the error signature.
+    """
+    n_group = max((n for n in lengths if n <= GROUPING_LENGTH), default=max(lengths))
+    sites: dict[tuple[str, str | None], str] = {}
+    for o in outcomes:
+        top = o.ranks[n_group]["block"]["fused"][:1]
+        if top and top[0] in o.block_sites:
+            sites[(o.case_id.split("--")[0], o.err_sig)] = o.block_sites[top[0]]
     tp = fp = fn = 0
     predicted: dict[tuple[str, int], str] = {}
+    by_sig: dict[tuple[str, int], str] = {}
     truth: dict[tuple[str, int], str] = {}
     for g in groups:
         runs = g.data["runs"]
@@ -397,11 +481,10 @@ def _features(groups: Sequence[_Group], outcomes: Sequence[CaseOutcome]) -> dict
                     fn += (not guess) and r["noise"]
                 if r["version"] == "V1":
                     key = (g.data["id"], r["id"])
-                    predicted[key] = run.err_sig or ""
-                    cause = f"noise:{r['log']}" if r["noise"] else f"fault:{g.data['id']}"
-                    truth[key] = cause
+                    by_sig[key] = run.err_sig or ""
+                    predicted[key] = group_key(run.err_sig or "", sites.get((g.data["id"], run.err_sig)))
+                    truth[key] = f"noise:{r['log']}" if r["noise"] else f"fault:{g.data['id']}"
             prior.append(run)
-    groups_f1 = pairwise_f1(predicted, truth)
     flaky_f1 = 2 * tp / (2 * tp + fp + fn) if tp else 0.0
     r1 = [o.first_bad_ok for o in outcomes if o.first_bad_ok is not None]
     return {
@@ -409,18 +492,20 @@ def _features(groups: Sequence[_Group], outcomes: Sequence[CaseOutcome]) -> dict
         "flaky_counts": {"tp": tp, "fp": fp, "fn": fn},
         "first_bad_version_accuracy_r1": round(sum(r1) / len(r1), 4) if r1 else None,
         "first_bad_version_cases": len(r1),
-        "grouping_pairwise_f1": round(groups_f1, 4),
+        "grouping_pairwise_f1": round(pairwise_f1(predicted, truth), 4),
+        "grouping_pairwise_f1_err_sig_only": round(pairwise_f1(by_sig, truth), 4),
         "grouping_failures": len(predicted),
     }
 
 
 def render_history_table(report: Mapping[str, Any]) -> str:
-    """Block Hit@1 and line Hit@3 per ranker and history length, with the fused-minus-static CI."""
+    """Block Hit@1 / line Hit@3 per ranker and history length, the fused-minus-static CI, the
+    ablations (each history channel off, the min rule off, other run selections), the features."""
     history = report["history"]
     rankers = list(next(iter(history.values())))
     lines = [
         f"history corpus: {report['cases']} cases, calibration {report['history_split']['calibration']},"
-        f" test {report['history_split']['test']}",
+        f" test {report['history_split']['test']} ({json.dumps(report.get('history_regimes', {}))})",
         "N     " + "".join(f"{r:>15}" for r in rankers) + "   fused-static block Hit@1 (95% CI)",
     ]
     for n, per in history.items():
@@ -430,5 +515,17 @@ def render_history_table(report: Mapping[str, Any]) -> str:
         lo, hi = report["history_ci"][n]["fused"]["block"]["1"]["hit_minus_static"]
         lines.append(f"{n:<6}{cells}   [{lo:+.2f}, {hi:+.2f}]")
     lines.append("cells: block Hit@1 / line Hit@3")
+    ablations = report.get("history_ablations")
+    if ablations:
+        names = list(next(iter(ablations.values())))
+        lines.append("ablations (block Hit@1 / line Hit@3):")
+        lines.append("N     " + "".join(f"{r:>15}" for r in names))
+        for n, per in ablations.items():
+            lines.append(
+                f"{n:<6}"
+                + "".join(
+                    f"{per[r]['block']['1']['hit']:>7.2f}/{per[r]['line']['3']['hit']:<7.2f}" for r in names
+                )
+            )
     lines.append("features: " + json.dumps(report["history_features"]))
     return "\n".join(lines)

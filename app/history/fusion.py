@@ -163,3 +163,20 @@ def fuse(
     fallback = {e: i for i, e in enumerate(elements)}
     out.sort(key=lambda f: (-round(f.logit, 9), position.get(f.element, math.inf), fallback[f.element]))
     return out
+
+
+LONG_HISTORY = 5  # own runs from which a history counts as long: the channels' reliability differs
+BUCKETS = ("short", "long")
+
+
+def bucket(n_runs: int) -> str:
+    """The history length bucket of ``n_runs`` earlier runs of the failing test itself."""
+    return "long" if n_runs >= LONG_HISTORY else "short"
+
+
+def pick_calibration(calibration: Mapping[str, Calibration], level: str, n_runs: int) -> Calibration:
+    """``level@bucket`` when shipped, else the level's, else line's, else any (older files)."""
+    for key in (f"{level}@{bucket(n_runs)}", level, f"line@{bucket(n_runs)}", "line"):
+        if key in calibration:
+            return calibration[key]
+    return next(iter(calibration.values()))

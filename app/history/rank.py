@@ -1,10 +1,13 @@
 """History-aware ranking of one failure: the static ranking fused with its test's CI history.
 
-Given the failure's analysis, the rendered elements, the static ranking and earlier runs (each
-with its own script version and estimated trace), this computes the history channels (Ochiai
-over estimated traces, CP on the block graph, the diff since the last passing version), fuses
-them with the static rank by calibrated log-odds, and returns each element's terms as typed
-evidence. With no usable run the static ranking comes back unchanged.
+One path serves the product ranker and the evaluation alike: ``map_runs`` puts every earlier run
+(each with its own script version and estimated trace) into the failure's version's lines and
+classifies its flaky failures; ``select_runs`` picks the passes to use (all, FDC or similar
+runs); ``line_channels`` computes the history channels per line (Ochiai and DStar over the
+spectra, CP on the block graph, the diff since the last passing version); ``element_channels``
+lifts them to the rendered elements beside the static rank; the fused order is computed with
+and without the passing runs and ``final_order`` keeps each element's better rank (001 section 4).
+With no usable run the static ranking comes back unchanged.
 """
 
 from __future__ import annotations
@@ -17,13 +20,15 @@ from app.analysis.render import RenderedCode
 from app.history.cp import CPRun, block_states, cp_scores
 from app.history.fusion import Calibration, Fused, fuse
 from app.history.graph import block_edges
-from app.history.selection import run_weight
+from app.history.selection import DEFAULT_K, RunFacts, run_weight, select_fdc, similar_runs
 from app.history.signatures import Run, is_flaky
-from app.history.spectrum import RunTrace, map_states, scores, spectrum
-from app.history.versions import changed_lines, map_lines
+from app.history.spectrum import FAILING, RunTrace, map_states, scores, spectrum
+from app.history.versions import LineMap, changed_lines, map_lines, version_id
 from app.localize.evidence import Channel, Evidence
 
 CHANNEL_OF = {"ochiai": Channel.SPECTRUM, "cp": Channel.CP, "diff": Channel.DIFF}
+FUSED_CHANNELS = ("static", "ochiai", "cp", "diff")
+SELECTIONS = ("all", "fdc", "similar")
 
 
 @dataclass(frozen=True)
@@ -37,6 +42,33 @@ class HistoryRun:
     err_sig: str | None = None
     versions_apart: int = 0  # script versions between this run and the failure
     same_test: bool = True  # False: a sibling test's run (file scope)
+
+
+@dataclass(frozen=True)
+class Target:
+    """The failure the history speaks about: its version, its own line states and its block graph."""
+
+    files: Mapping[str, str]
+    states: Mapping[Loc, State]
+    block_lines: Mapping[int, tuple[Loc, ...]]
+    edges: frozenset[tuple[int, int]]
+    exits: frozenset[int]  # the innermost frame's block: where the failing run stopped
+
+    def with_states(self, states: Mapping[Loc, State]) -> Target:
+        return Target(self.files, states, self.block_lines, self.edges, self.exits)
+
+
+@dataclass(frozen=True)
+class MappedRun:
+    """An earlier run in the target's lines, weighted, with its flaky classification."""
+
+    verdict: str
+    states: Mapping[Loc, State]
+    weight: float
+    flaky: bool
+    same_test: bool
+    files: Mapping[str, str]
+    env: str
 
 
 @dataclass(frozen=True)
@@ -62,66 +94,156 @@ def line_states(analysis: Analysis) -> dict[Loc, State]:
     return out
 
 
-def channel_scores(
-    analysis: Analysis, rendered: RenderedCode, static_order: Sequence[str], history: Sequence[HistoryRun]
-) -> tuple[dict[str, dict[str, float]], int]:
-    """Per channel, element -> score (static as minus its rank); and how many runs counted."""
-    channels: dict[str, dict[str, float]] = {"static": {e: -float(i) for i, e in enumerate(static_order)}}
-    if not history:
-        return channels, 0
-    target = {f.path: "\n".join(f.lines) for f in analysis.program.files}
-    mine = line_states(analysis)
-    members = {e.id: [Loc(e.path, n) for n in e.lines] for e in rendered.elements}
-    block_lines = {
-        b.bid: [Loc(b.path, n) for n in range(b.start_line, b.end_line + 1)] for b in analysis.blocks
+def target_of(analysis: Analysis, states: Mapping[Loc, State] | None = None) -> Target:
+    blocks = {
+        b.bid: tuple(Loc(b.path, n) for n in range(b.start_line, b.end_line + 1)) for b in analysis.blocks
     }
-    prior: list[Run] = []
-    runs, cp_runs = [], []
-    for h in history:
-        maps = {p: map_lines(h.files[p].splitlines(), target[p].splitlines()) for p in target if p in h.files}
-        run = Run(h.verdict, "", h.env, h.err_sig)
-        flaky = h.same_test and h.verdict in ("fail", "error") and is_flaky(prior, run)
-        if h.same_test:
-            prior.append(run)
-        states = map_states(h.states, maps)
-        weight = run_weight(h.versions_apart)
-        runs.append(RunTrace(h.verdict, states, weight, flaky))
-        cp_runs.append(CPRun(h.verdict, block_states(states, block_lines), weight, flaky=flaky))
-    exits = frozenset()
+    exits: frozenset[int] = frozenset()
     if analysis.error_frames:
         last = analysis.error_frames[-1]
         exits = frozenset(
             b.bid for b in analysis.blocks if b.path == last.path and b.start_line <= last.line <= b.end_line
         )
-    runs.append(RunTrace("fail", mine))
-    cp_runs.append(CPRun("fail", block_states(mine, block_lines), exits=exits))
-    ran = [loc for loc, s in mine.items() if s != State.NEXE]
-    ochiai = scores(spectrum(runs, ran), "ochiai")
-    channels["ochiai"] = _elements(ochiai, members)
-    cp = cp_scores(list(block_lines), block_edges(analysis), cp_runs).scores
-    if cp:
-        channels["cp"] = _elements(
-            {loc: cp[b] for b, locs in block_lines.items() if b in cp for loc in locs}, members
+    return Target(
+        {f.path: "\n".join(f.lines) for f in analysis.program.files},
+        line_states(analysis) if states is None else states,
+        blocks,
+        frozenset(block_edges(analysis)),
+        exits,
+    )
+
+
+def map_runs(target: Target, history: Sequence[HistoryRun]) -> list[MappedRun]:
+    """Each run through its own version's line map onto the target; flaky failures marked.
+
+    Flakiness compares runs at one (script version, environment): the version is the run's own
+    content, so a pass before a faulty edit and the failure after it are not a flip.
+    """
+    maps: dict[tuple[str, str], LineMap] = {}
+    seen: dict[tuple[int, int], tuple[str, dict[Loc, State]]] = {}  # runs sharing a trace and version
+    prior: list[Run] = []
+    out = []
+    for h in history:
+        memo = (id(h.files), id(h.states))
+        if memo not in seen:
+            lmaps = {}
+            for path, new in target.files.items():
+                if path not in h.files:
+                    continue
+                key = (path, h.files[path])
+                if key not in maps:
+                    maps[key] = map_lines(h.files[path].splitlines(), new.splitlines())
+                lmaps[path] = maps[key]
+            seen[memo] = (version_id(h.files), map_states(h.states, lmaps))
+        version, states = seen[memo]
+        run = Run(h.verdict, version, h.env, h.err_sig)
+        flaky = h.same_test and h.verdict in FAILING and is_flaky(prior, run)
+        if h.same_test:
+            prior.append(run)
+        out.append(
+            MappedRun(h.verdict, states, run_weight(h.versions_apart), flaky, h.same_test, h.files, h.env)
         )
-    passes = [h for h in history if h.same_test and h.verdict == "pass"]
-    if passes and dict(passes[-1].files) != target:
+    return out
+
+
+def _ran(states: Mapping[Loc, State]) -> frozenset[Loc]:
+    return frozenset(loc for loc, s in states.items() if s != State.NEXE)
+
+
+def select_runs(
+    target: Target, runs: Sequence[MappedRun], mode: str = "all", k: int = DEFAULT_K
+) -> list[MappedRun]:
+    """Every failing run, and the passes ``mode`` picks: all, FDC (002) or the most similar (004)."""
+    if mode == "all":
+        return list(runs)
+    if mode not in SELECTIONS:
+        raise ValueError(f"unknown run selection {mode!r}; choose one of {', '.join(SELECTIONS)}")
+    passes = {str(i): r for i, r in enumerate(runs) if r.verdict == "pass"}
+    if mode == "fdc":
+        failing = _ran(target.states)
+        chosen = set(select_fdc({i: _ran(r.states) & failing for i, r in passes.items()}, failing, k))
+    else:
+        mine = _facts(target, target.states, "")
+        facts = {i: _facts(target, r.states, r.env) for i, r in passes.items()}
+        env = next((r.env for r in reversed(runs) if r.same_test and r.verdict in FAILING), "")
+        mine = RunFacts(mine.decisions, {"env": env})
+        chosen = set(similar_runs([mine], facts, k))
+    return [r for i, r in enumerate(runs) if r.verdict != "pass" or str(i) in chosen]
+
+
+def _facts(target: Target, states: Mapping[Loc, State], env: str) -> RunFacts:
+    """Decisions as the blocks a run entered or skipped (doubtful blocks unknown), and its env."""
+    blocks = block_states(states, target.block_lines)
+    decisions = {b: s == State.EXE for b, s in blocks.items() if s in (State.EXE, State.NEXE)}
+    return RunFacts(decisions, {"env": env})
+
+
+def line_channels(
+    target: Target, runs: Sequence[MappedRun], *, passes: bool = True
+) -> dict[str, dict[Loc, float]]:
+    """Per history channel, line -> score, from the runs and the failure itself.
+
+    ``passes=False`` drops the passing runs from the spectrum and CP (the failing-only view the
+    min rule compares with); the diff channel reads the last passing version either way.
+    """
+    used = [r for r in runs if passes or r.verdict != "pass"]
+    traces = [RunTrace(r.verdict, r.states, r.weight, r.flaky) for r in used]
+    traces.append(RunTrace("fail", target.states))
+    ran = sorted(_ran(target.states))
+    counts = spectrum(traces, ran)
+    out: dict[str, dict[Loc, float]] = {"ochiai": scores(counts, "ochiai"), "dstar": scores(counts, "dstar")}
+    cp_runs = [
+        CPRun(r.verdict, block_states(r.states, target.block_lines), r.weight, flaky=r.flaky) for r in used
+    ]
+    cp_runs.append(CPRun("fail", block_states(target.states, target.block_lines), exits=target.exits))
+    cp = cp_scores(list(target.block_lines), target.edges, cp_runs).scores
+    if cp:
+        out["cp"] = {loc: cp[b] for b, locs in target.block_lines.items() if b in cp for loc in locs}
+    last_pass = next((r for r in reversed(runs) if r.same_test and r.verdict == "pass"), None)
+    if last_pass is not None and dict(last_pass.files) != dict(target.files):
         diff = {
             Loc(p, n): 1.0
-            for p, n in changed_lines(passes[-1].files, target)
-            if mine.get(Loc(p, n)) != State.NEXE
+            for p, n in changed_lines(last_pass.files, target.files)
+            if target.states.get(Loc(p, n), State.NEXE) != State.NEXE
         }
         if diff:
-            channels["diff"] = _elements(diff, members)
-    return channels, len(history)
-
-
-def _elements(line_scores: Mapping[Loc, float], members: Mapping[str, list[Loc]]) -> dict[str, float]:
-    out = {}
-    for eid, locs in members.items():
-        values = [line_scores[loc] for loc in locs if loc in line_scores]
-        if values:
-            out[eid] = round(max(values), 9)
+            out["diff"] = diff
     return out
+
+
+def element_channels(
+    lines: Mapping[str, Mapping[Loc, float]],
+    members: Mapping[str, Sequence[Loc]],
+    static_order: Sequence[str],
+    channels: Sequence[str] = FUSED_CHANNELS,
+) -> dict[str, dict[str, float]]:
+    """The fused channels per element (its best line's score); static as minus its rank."""
+    out: dict[str, dict[str, float]] = {}
+    if "static" in channels:
+        out["static"] = {e: -float(i) for i, e in enumerate(static_order)}
+    for name, line_scores in lines.items():
+        if name not in channels:
+            continue
+        per = {}
+        for eid, locs in members.items():
+            values = [line_scores[loc] for loc in locs if loc in line_scores]
+            if values:
+                per[eid] = round(max(values), 9)
+        if per:
+            out[name] = per
+    return out
+
+
+def final_order(with_passes: Sequence[str], without_passes: Sequence[str]) -> list[str]:
+    """min(rank with passes, rank without), ties to the former: passes that also ran the fault
+    cannot bury it (001 section 4)."""
+    a = {e: i for i, e in enumerate(with_passes)}
+    b = {e: i for i, e in enumerate(without_passes)}
+    return sorted(with_passes, key=lambda e: (min(a[e], b.get(e, a[e])), a[e]))
+
+
+def members_of(rendered: RenderedCode) -> dict[str, list[Loc]]:
+    return {e.id: [Loc(e.path, n) for n in e.lines] for e in rendered.elements}
 
 
 def rank_with_history(
@@ -130,21 +252,28 @@ def rank_with_history(
     static_order: Sequence[str],
     history: Sequence[HistoryRun],
     calibration: Calibration,
+    *,
+    selection: str = "all",
 ) -> HistoryRanking:
     elements = [e.id for e in rendered.elements]
-    order = [
-        *[e for e in static_order if e in set(elements)],
-        *(e for e in elements if e not in set(static_order)),
-    ]
-    channels, used = channel_scores(analysis, rendered, order, history)
-    if used == 0:
+    known = set(elements)
+    order = [*[e for e in static_order if e in known], *(e for e in elements if e not in set(static_order))]
+    if not history:
         return HistoryRanking(tuple(order))
-    fused = fuse(channels, elements, calibration, order)
+    target = target_of(analysis)
+    runs = select_runs(target, map_runs(target, history), selection)
+    members = members_of(rendered)
+    with_p = element_channels(line_channels(target, runs), members, order)
+    without_p = element_channels(line_channels(target, runs, passes=False), members, order)
+    fused = fuse(with_p, elements, calibration, order)
+    alone = fuse(without_p, elements, calibration, order)
+    final = final_order([f.element for f in fused], [f.element for f in alone])
+    used = len(runs)
     by_id = {e.id: e for e in rendered.elements}
     evidence: dict[str, tuple[Evidence, ...]] = {}
     for f in fused:
         element = by_id[f.element]
-        records = [
+        evidence[f.element] = tuple(
             Evidence(
                 CHANNEL_OF[c],
                 round(term, 4),
@@ -154,6 +283,5 @@ def rank_with_history(
             )
             for c, term in sorted(f.terms.items(), key=lambda kv: -kv[1])
             if c in CHANNEL_OF and term > 0
-        ]
-        evidence[f.element] = tuple(records)
-    return HistoryRanking(tuple(f.element for f in fused), {f.element: f for f in fused}, evidence, used)
+        )
+    return HistoryRanking(tuple(final), {f.element: f for f in fused}, evidence, used)

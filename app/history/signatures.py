@@ -81,6 +81,18 @@ def loc_sig(error_sig: str, block_code: str) -> str:
     return _sha1(error_sig, " ".join(block_code.split()))
 
 
+def site_sig(code: str) -> str:
+    """A fault site's content hash (whitespace-insensitive): a block of shared code."""
+    return _sha1("site", " ".join(code.split()))
+
+
+def group_key(error_sig: str, site: str | None = None) -> str:
+    """What a failure groups by across tests: its shared fault site when the ranking puts the
+    fault in shared code (a helper's fault fails different tests at different assertions, so
+    their error signatures differ), else its error signature."""
+    return f"site:{site}" if site else error_sig
+
+
 @dataclass(frozen=True)
 class Run:
     """One run as classification sees it; runs are given oldest first."""

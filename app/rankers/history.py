@@ -13,7 +13,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from app.history.fusion import Calibration
+from app.history.fusion import Calibration, pick_calibration
 from app.history.rank import rank_with_history
 from app.rankers.base import Pick, RankAnswer, RankRequest
 from app.rankers.heuristic import HeuristicRanker
@@ -21,7 +21,7 @@ from app.rankers.heuristic import HeuristicRanker
 
 @cache
 def shipped_calibration() -> dict[str, Calibration]:
-    """level -> calibration, as shipped with the package."""
+    """``level@bucket`` -> calibration, as shipped with the package (see ``pick_calibration``)."""
     data = json.loads(resources.files("app.history").joinpath("calibration.json").read_text(encoding="utf-8"))
     return {level: Calibration.from_dict(body) for level, body in data.items()}
 
@@ -39,9 +39,8 @@ class HistoryRanker:
             return RankAnswer(
                 "heuristic", static[:k], fallback="no CI history for this test: the heuristic ranked"
             )
-        calibrations = shipped_calibration()
-        level = request.rendered.level
-        calibration = calibrations.get(level) or calibrations.get("line") or next(iter(calibrations.values()))
+        own = sum(h.same_test for h in request.history)
+        calibration = pick_calibration(shipped_calibration(), request.rendered.level, own)
         ranking = rank_with_history(
             request.analysis, request.rendered, [p.element.id for p in static], request.history, calibration
         )

@@ -95,3 +95,19 @@ def test_build_a_small_corpus(tmp_path: Path) -> None:
     assert index["cases"] == 3
     with pytest.raises(FileExistsError):
         build_corpus(out, CorpusOptions(max_cases=1))
+
+
+def test_mutants_never_run_from_stale_bytecode(tmp_path: Path) -> None:
+    """A mutant of the same size written within the same second matches the original's cached
+    bytecode by mtime and size: the child must neither write bytecode nor find any left over."""
+    source = "import unittest\nclass S(unittest.TestCase):\n    def test_s(self):\n        self.assertEqual(1, 1)\n"
+    first = run_tests(tmp_path, "test/test_same.py", source, ["S.test_s"], trace=False, timeout_s=30)
+    assert first.outcomes["S.test_s"]["outcome"] == "pass"
+    assert not (tmp_path / "test" / "__pycache__").exists()
+    stale = tmp_path / "test" / "__pycache__"
+    stale.mkdir()
+    (stale / "test_same.cpython-311.pyc").write_bytes(b"left over")
+    mutant = source.replace("(1, 1)", "(1, 2)")  # same size
+    second = run_tests(tmp_path, "test/test_same.py", mutant, ["S.test_s"], trace=False, timeout_s=30)
+    assert second.outcomes["S.test_s"]["outcome"] == "fail"
+    assert not stale.exists()

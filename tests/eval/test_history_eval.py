@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from app.eval.history_eval import evaluate_history, split_files
+from app.eval.history_eval import ABLATIONS, evaluate_history, split_files
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "history"
 
@@ -32,6 +32,14 @@ def test_report_has_the_contracted_shape(report: dict) -> None:
                     assert all(0.0 <= v <= 1.0 for v in cell.values())
 
 
+def test_ablations_switch_each_history_channel_off(report: dict) -> None:
+    ablations = report["history_ablations"]
+    for n in ("0", "3", "10"):
+        assert set(ablations[n]) == {"fused", *ABLATIONS}
+        assert ablations[n]["fused"] == report["history"][n]["fused"]
+    assert ablations["0"]["no_ochiai"] == ablations["0"]["no_cp"] == report["history"]["0"]["static"]
+
+
 def test_without_history_fused_is_static(report: dict) -> None:
     assert report["history"]["0"]["fused"] == report["history"]["0"]["static"]
     low, high = report["history_ci"]["0"]["fused"]["block"]["1"]["hit_minus_static"]
@@ -43,7 +51,7 @@ def test_triage_features_are_measured(report: dict) -> None:
     assert features["first_bad_version_cases"] == 2  # the two R1 groups
     assert features["first_bad_version_accuracy_r1"] == 1.0
     assert features["flaky_counts"]["tp"] + features["flaky_counts"]["fn"] > 0  # the 15 % noise group
-    assert 0.0 <= features["grouping_pairwise_f1"] <= 1.0
+    assert 0.0 <= features["grouping_pairwise_f1_err_sig_only"] <= features["grouping_pairwise_f1"] <= 1.0
 
 
 def test_files_split_into_disjoint_halves() -> None:
@@ -75,7 +83,9 @@ def test_cli_prints_the_history_report(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert set(data["history"]) == {"0", "1"} and data["cases"] == 4
-    assert json.loads(calibration.read_text())["block"]["version"] == 1
+    shipped = json.loads(calibration.read_text())
+    assert set(shipped) == {"line@short", "line@long", "block@short", "block@long"}
+    assert shipped["block@short"]["version"] == 1
     bad = subprocess.run(
         [sys.executable, "-m", "app.cli", "eval", str(CORPUS), "--history-lengths", "a,b"],
         capture_output=True,

@@ -8,7 +8,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.history.fusion import Calibration, Sample, bin_names, fit, fuse, rank_bin, tied_ranks
+from app.history.fusion import (
+    LONG_HISTORY,
+    Calibration,
+    Sample,
+    bin_names,
+    bucket,
+    fit,
+    fuse,
+    pick_calibration,
+    rank_bin,
+    tied_ranks,
+)
 
 
 def test_bins_and_tied_ranks() -> None:
@@ -76,3 +87,13 @@ def test_with_only_the_static_channel_the_fused_order_is_the_static_order(
     static_scores = {e: float(len(order) - i) for i, e in enumerate(order[:22])}  # the rest unranked
     fused = fuse({"static": static_scores}, sorted(order), cal, order)
     assert [f.element for f in fused] == order
+
+
+def test_calibration_is_picked_by_level_and_history_length_bucket() -> None:
+    a, b, c = (fit([Sample({"static": "1"}, True)] * n, ["static"]) for n in (1, 2, 3))
+    shipped = {"line@short": a, "line@long": b, "block": c}
+    assert bucket(LONG_HISTORY - 1) == "short" and bucket(LONG_HISTORY) == "long"
+    assert pick_calibration(shipped, "line", 1) is a
+    assert pick_calibration(shipped, "line", 30) is b
+    assert pick_calibration(shipped, "block", 30) is c  # an older file: one calibration per level
+    assert pick_calibration(shipped, "function", 0) is a  # no such level: line's
