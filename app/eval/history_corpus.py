@@ -439,6 +439,7 @@ def _groups_from_file(
         key=lambda c: (c[1] != "R2", c[0].operator not in PREFERRED[:2])
     )  # shared-helper faults are the rarer kind: try them first
     made = 0
+    ids: set[str] = set()
     noise_cycle = list(NOISE_LEVELS)
     for mutant, regime in candidates[: options.mutants_per_file * 6]:
         if made >= options.mutants_per_file:
@@ -479,6 +480,9 @@ def _groups_from_file(
             continue
         label = "R3" if gated else regime
         group["id"] = _slug(f"{path.stem}-{mutant.function}-{mutant.operator}-l{faulty}")
+        if group["id"] in ids:  # two mutants of one operator on one line: keep both groups
+            group["id"] += f"-{sum(i.startswith(group['id']) for i in ids) + 1}"
+        ids.add(group["id"])
         group["mutation"] = {
             "operator": mutant.operator,
             "function": mutant.function,

@@ -47,13 +47,14 @@ from app.history.signatures import (
     pairwise_f1,
     site_sig,
 )
+from app.history.values import value_tuples
 from app.localize.heuristic import rank_heuristic
 
 LEVELS = ("line", "block")
 KS = (1, 3, 5)
 RANKERS = ("static", "spectrum", "spectrum_true", "dstar", "cp", "fused")
 # each history channel switched off, the min rule off, and the other run selections
-ABLATIONS = ("no_ochiai", "no_cp", "no_diff", "no_min_rule", "select_fdc", "select_similar")
+ABLATIONS = ("no_ochiai", "no_cp", "no_diff", "no_values", "no_min_rule", "select_fdc", "select_similar")
 GROUPING_LENGTH = 10  # history length whose fused ranking names a failure's shared fault site
 VERSION_ORDER = ("V0", "V0'", "V1")
 
@@ -72,6 +73,7 @@ class _RunView:
     states: dict[Loc, State]
     truth: frozenset[int]
     err_sig: str | None
+    values: dict[Loc, frozenset[tuple[str, ...]]] = field(default_factory=dict)
 
     @functools.cached_property
     def truth_states(self) -> dict[Loc, State]:
@@ -109,7 +111,8 @@ class _Group:
                     lines = analysis.program.files[0].lines
                     code = lines[frame.line - 1] if 0 < frame.line <= len(lines) else None
                 sig = err_sig(analysis.log.error_message, frame.function if frame else None, code)
-            self.cache[key] = (analysis, _RunView(states, frozenset(self.data["traces"][run["trace"]]), sig))
+            truth = frozenset(self.data["traces"][run["trace"]])
+            self.cache[key] = (analysis, _RunView(states, truth, sig, value_tuples(analysis)))
         return self.cache[key]
 
 
@@ -183,6 +186,7 @@ def _history_runs(
                 view.err_sig,
                 VERSION_ORDER.index("V1") - VERSION_ORDER.index(r["version"]),
                 r["test"] == target["test"],
+                view.values,
             )
         )
     return out
@@ -368,6 +372,7 @@ def _fuse_all(
         "no_ochiai": {"drop": "ochiai"},
         "no_cp": {"drop": "cp"},
         "no_diff": {"drop": "diff"},
+        "no_values": {"drop": "values"},
         "no_min_rule": {"min_rule": False},
         "select_fdc": {"selection": "fdc"},
         "select_similar": {"selection": "similar"},

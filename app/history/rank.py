@@ -13,7 +13,7 @@ With no usable run the static ranking comes back unchanged.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from app.analysis.model import Analysis, Loc, State
 from app.analysis.render import RenderedCode
@@ -23,11 +23,18 @@ from app.history.graph import block_edges
 from app.history.selection import DEFAULT_K, RunFacts, run_weight, select_fdc, similar_runs
 from app.history.signatures import Run, is_flaky
 from app.history.spectrum import FAILING, RunTrace, map_states, scores, spectrum
+from app.history.values import divergent, value_scores, value_tuples
 from app.history.versions import LineMap, changed_lines, map_lines, version_id
 from app.localize.evidence import Channel, Evidence
 
-CHANNEL_OF = {"ochiai": Channel.SPECTRUM, "cp": Channel.CP, "diff": Channel.DIFF}
-FUSED_CHANNELS = ("static", "ochiai", "cp", "diff")
+CHANNEL_OF = {
+    "ochiai": Channel.SPECTRUM,
+    "cp": Channel.CP,
+    "diff": Channel.DIFF,
+    "values": Channel.HISTORY_VALUE,
+}
+FUSED_CHANNELS = ("static", "ochiai", "cp", "diff", "values")
+Values = Mapping[Loc, frozenset[tuple[str, ...]]]  # log statement -> value tuples it printed
 SELECTIONS = ("all", "fdc", "similar")
 
 
@@ -42,6 +49,7 @@ class HistoryRun:
     err_sig: str | None = None
     versions_apart: int = 0  # script versions between this run and the failure
     same_test: bool = True  # False: a sibling test's run (file scope)
+    values: Values = field(default_factory=dict)  # what its log statements printed (values.value_tuples)
 
 
 @dataclass(frozen=True)
@@ -53,9 +61,11 @@ class Target:
     block_lines: Mapping[int, tuple[Loc, ...]]
     edges: frozenset[tuple[int, int]]
     exits: frozenset[int]  # the innermost frame's block: where the failing run stopped
+    values: Values = field(default_factory=dict)
+    functions: Mapping[Loc, tuple[int, int]] = field(default_factory=dict)  # log statement -> its function
 
     def with_states(self, states: Mapping[Loc, State]) -> Target:
-        return Target(self.files, states, self.block_lines, self.edges, self.exits)
+        return replace(self, states=states)
 
 
 @dataclass(frozen=True)
@@ -69,6 +79,7 @@ class MappedRun:
     same_test: bool
     files: Mapping[str, str]
     env: str
+    values: Values = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -104,12 +115,21 @@ def target_of(analysis: Analysis, states: Mapping[Loc, State] | None = None) -> 
         exits = frozenset(
             b.bid for b in analysis.blocks if b.path == last.path and b.start_line <= last.line <= b.end_line
         )
+    spans = {f.fid: (f.start_line, f.end_line) for f in analysis.program.functions if f.kind != "module"}
+    functions = {}
+    for statement in analysis.log_statements:
+        if statement.sid is not None:
+            fid = analysis.program.statements[statement.sid].function
+            if fid in spans:
+                functions[Loc(statement.path, statement.line)] = spans[fid]
     return Target(
         {f.path: "\n".join(f.lines) for f in analysis.program.files},
         line_states(analysis) if states is None else states,
         blocks,
         frozenset(block_edges(analysis)),
         exits,
+        value_tuples(analysis),
+        functions,
     )
 
 
@@ -120,7 +140,7 @@ def map_runs(target: Target, history: Sequence[HistoryRun]) -> list[MappedRun]:
     content, so a pass before a faulty edit and the failure after it are not a flip.
     """
     maps: dict[tuple[str, str], LineMap] = {}
-    seen: dict[tuple[int, int], tuple[str, dict[Loc, State]]] = {}  # runs sharing a trace and version
+    seen: dict[tuple[int, int], tuple[str, dict[Loc, State], Values]] = {}  # runs sharing trace and version
     prior: list[Run] = []
     out = []
     for h in history:
@@ -134,14 +154,22 @@ def map_runs(target: Target, history: Sequence[HistoryRun]) -> list[MappedRun]:
                 if key not in maps:
                     maps[key] = map_lines(h.files[path].splitlines(), new.splitlines())
                 lmaps[path] = maps[key]
-            seen[memo] = (version_id(h.files), map_states(h.states, lmaps))
-        version, states = seen[memo]
+            values = {}
+            for loc, printed in h.values.items():
+                lmap = lmaps.get(loc.path)
+                line = lmap.forward.get(loc.line) if lmap else None
+                if line is not None and line not in lmap.modified:
+                    values[Loc(loc.path, line)] = printed
+            seen[memo] = (version_id(h.files), map_states(h.states, lmaps), values)
+        version, states, values = seen[memo]
         run = Run(h.verdict, version, h.env, h.err_sig)
         flaky = h.same_test and h.verdict in FAILING and is_flaky(prior, run)
         if h.same_test:
             prior.append(run)
         out.append(
-            MappedRun(h.verdict, states, run_weight(h.versions_apart), flaky, h.same_test, h.files, h.env)
+            MappedRun(
+                h.verdict, states, run_weight(h.versions_apart), flaky, h.same_test, h.files, h.env, values
+            )
         )
     return out
 
@@ -208,6 +236,11 @@ def line_channels(
         }
         if diff:
             out["diff"] = diff
+    printed = [r.values for r in used if r.verdict == "pass" and r.values]
+    if printed and target.values:
+        changed = divergent(target.values, printed)
+        if changed:
+            out["values"] = value_scores(target.files, changed, target.functions, target.states)
     return out
 
 
