@@ -435,12 +435,17 @@ def summarize(
     _fuse_all(outcomes, lengths, calibrations)
     history, ci = _table(test, lengths, RANKERS, np.random.default_rng(seed))
     ablations, _ = _table(test, lengths, ("fused", *ABLATIONS), None)
+    by_regime = {
+        regime: _table([o for o in test if o.regime == regime], lengths, ("static", "fused"), None)[0]
+        for regime in sorted({o.regime for o in test})
+    }
     return {
         "cases": len(outcomes),
         "history": history,
         "history_split": {"calibration": len(calib), "test": len(test)},
         "history_ci": ci,
         "history_ablations": ablations,
+        "history_by_regime": by_regime,
         "history_regimes": _regimes(test),
         "history_features": _features(groups, outcomes, lengths),
         "calibration": {key: c.to_dict() for key, c in calibrations.items()},
@@ -532,5 +537,11 @@ def render_history_table(report: Mapping[str, Any]) -> str:
                     f"{per[r]['block']['1']['hit']:>7.2f}/{per[r]['line']['3']['hit']:<7.2f}" for r in names
                 )
             )
+    for regime, per in report.get("history_by_regime", {}).items():
+        cells = "  ".join(
+            f"N={n} {v['static']['block']['1']['hit']:.2f}->{v['fused']['block']['1']['hit']:.2f}"
+            for n, v in per.items()
+        )
+        lines.append(f"{regime} block Hit@1 static->fused: {cells}")
     lines.append("features: " + json.dumps(report["history_features"]))
     return "\n".join(lines)
