@@ -100,7 +100,10 @@ def test_build_a_small_corpus(tmp_path: Path) -> None:
 def test_mutants_never_run_from_stale_bytecode(tmp_path: Path) -> None:
     """A mutant of the same size written within the same second matches the original's cached
     bytecode by mtime and size: the child must neither write bytecode nor find any left over."""
-    source = "import unittest\nclass S(unittest.TestCase):\n    def test_s(self):\n        self.assertEqual(1, 1)\n"
+    source = (
+        "import unittest\nclass S(unittest.TestCase):\n"
+        "    def test_s(self):\n        self.assertEqual(1, 1)\n"
+    )
     first = run_tests(tmp_path, "test/test_same.py", source, ["S.test_s"], trace=False, timeout_s=30)
     assert first.outcomes["S.test_s"]["outcome"] == "pass"
     assert not (tmp_path / "test" / "__pycache__").exists()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import json
 import random
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from app.eval.history_corpus import (
     HistorySummary,
     benign_edit,
     benign_edits,
+    build_history_corpus,
     helpers_used_twice,
     rename_local,
     shift,
@@ -114,3 +116,21 @@ def test_each_test_runs_alone_with_its_own_log_trace_and_injected_noise(tmp_path
     assert 'test/test_tiny.py", line 21, in test_ok' in hit.output
     assert 22 not in hit.executed
     assert not noisy["Tiny.test_bad"].noise
+
+
+def test_parallel_build_gives_the_same_corpus_as_one_worker(tmp_path: Path) -> None:
+    options = HistoryOptions(
+        max_files=1, mutants_per_file=1, tests_per_file=3, rounds=(2, 2, 2), max_seconds=300
+    )
+    one = build_history_corpus(tmp_path / "one", options, jobs=1)
+    two = build_history_corpus(tmp_path / "two", options, jobs=2)
+    assert one.groups == two.groups >= 1 and one.cases == two.cases >= 1
+    names = sorted(p.name for p in (tmp_path / "one" / "groups").iterdir())
+    assert names == sorted(p.name for p in (tmp_path / "two" / "groups").iterdir())
+    for name in names:
+        a = json.loads((tmp_path / "one" / "groups" / name).read_text())
+        b = json.loads((tmp_path / "two" / "groups" / name).read_text())
+        # logs carry unittest's timings; everything else is the same
+        assert (a["versions"], a["traces"], a["cases"]) == (b["versions"], b["traces"], b["cases"])
+        facts = ("test", "version", "env", "outcome", "noise", "trace")
+        assert [[r[f] for f in facts] for r in a["runs"]] == [[r[f] for f in facts] for r in b["runs"]]
