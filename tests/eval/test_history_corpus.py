@@ -7,6 +7,8 @@ import json
 import random
 from pathlib import Path
 
+import pytest
+
 from app.eval.history_corpus import (
     Executor,
     HistoryOptions,
@@ -118,6 +120,7 @@ def test_each_test_runs_alone_with_its_own_log_trace_and_injected_noise(tmp_path
     assert not noisy["Tiny.test_bad"].noise
 
 
+@pytest.mark.slow
 def test_parallel_build_gives_the_same_corpus_as_one_worker(tmp_path: Path) -> None:
     options = HistoryOptions(
         max_files=1, mutants_per_file=1, tests_per_file=3, rounds=(2, 2, 2), max_seconds=300

@@ -25,8 +25,8 @@ def request(history: tuple[HistoryRun, ...]) -> RankRequest:
 def test_registered_and_calibrated() -> None:
     assert "history" in ranker_names()
     calibrations = shipped_calibration()
-    assert {"line", "block"} <= set(calibrations)
-    assert {"static", "ochiai", "diff"} <= set(calibrations["line"].log_lr)
+    assert {"line@short", "line@long", "block@short", "block@long"} <= set(calibrations)
+    assert {"static", "ochiai", "cp", "diff", "values"} <= set(calibrations["line@long"].log_lr)
 
 
 def test_without_runs_it_says_the_heuristic_answered() -> None:
