@@ -329,6 +329,28 @@ def evaluate_history(
     return summarize(groups, outcomes, lengths, seed=seed)
 
 
+def state_weights(groups: Sequence[_Group]) -> dict[str, dict[str, float]]:
+    """P(truly ran | estimated state, verdict) over the distinct runs the evaluation analysed."""
+    counts: dict[tuple[str, str], list[int]] = {}
+    for g in groups:
+        seen = set()
+        for r in g.data["runs"]:
+            key = (g.data["versions"][r["version"]]["id"], r["log"])
+            if key in seen or key not in g.cache:
+                continue
+            seen.add(key)
+            view = g.cache[key][1]
+            verdict = "pass" if r["outcome"] == "pass" else "fail"
+            for loc, state in view.states.items():
+                row = counts.setdefault((verdict, state.name), [0, 0])
+                row[0] += loc.line in view.truth
+                row[1] += 1
+    out: dict[str, dict[str, float]] = {}
+    for (verdict, state), (ran, total) in sorted(counts.items()):
+        out.setdefault(verdict, {})[state] = round(ran / total, 4)
+    return out
+
+
 def calibrate(outcomes: Sequence[CaseOutcome], lengths: Sequence[int]) -> dict[str, Calibration]:
     """``level@bucket`` -> calibration from the cases' histories of that length bucket."""
     out = {}
@@ -448,6 +470,7 @@ def summarize(
         "history_by_regime": by_regime,
         "history_regimes": _regimes(test),
         "history_features": _features(groups, outcomes, lengths),
+        "state_weights": state_weights([g for g in groups if g.data["file"] in calib_files]),
         "calibration": {key: c.to_dict() for key, c in calibrations.items()},
     }
 

@@ -40,6 +40,14 @@ def test_ablations_switch_each_history_channel_off(report: dict) -> None:
     assert ablations["0"]["no_ochiai"] == ablations["0"]["no_cp"] == report["history"]["0"]["static"]
 
 
+def test_state_weights_are_measured_against_the_true_traces(report: dict) -> None:
+    weights = report["state_weights"]
+    assert set(weights) == {"fail", "pass"}
+    for verdict in weights.values():
+        assert all(0.0 <= p <= 1.0 for p in verdict.values())
+        assert verdict["DBT"] > verdict["NEXE"]  # a doubtful line ran more often than an excluded one
+
+
 def test_without_history_fused_is_static(report: dict) -> None:
     assert report["history"]["0"]["fused"] == report["history"]["0"]["static"]
     low, high = report["history_ci"]["0"]["fused"]["block"]["1"]["hit_minus_static"]
