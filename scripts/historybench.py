@@ -1,13 +1,15 @@
 """History at scale: build a store of T tests x R runs, then time the history reads and writes.
 
-Fills ``tests``/``versions``/``runs`` directly (PostgreSQL: COPY; SQLite: bulk inserts): every
-run carries a packed estimated trace, failures (10 %) an error signature and a log. Then, for a
-sample of tests, it times in this process the history page (``HistoryStore.history``) and what
-a history-aware triage adds (loading the runs with versions, traces and sibling runs, and ranking
-with them, minus the same triage without history); over HTTP against ``tcfl serve`` on loopback
-``GET /v1/tests/{key}/history``, ``GET /v1/tests`` and ``POST /v1/runs`` (runs with scripts and
-logs, so each is analysed); and retention (dry run, then for real). Prints medians and 95th
-percentiles in milliseconds, the build time and the database size. Run from the repository root:
+Fills ``tests``/``versions``/``runs`` directly (PostgreSQL: COPY, then VACUUM ANALYZE; SQLite: bulk
+inserts): every run carries a packed estimated trace, failures (10 %) one of 300 error signatures
+and a log. Then, for a sample of tests, it times in this process the history page
+(``HistoryStore.history``), a page of signature groups (``HistoryStore.signatures``) and what a
+history-aware triage adds (loading the runs with versions, traces and sibling runs, and ranking with
+them, minus the same triage without history); over HTTP against ``tcfl serve`` on loopback
+``GET /v1/tests/{key}/history``, ``GET /v1/tests``, ``GET /v1/signatures`` (a page of 50 groups), one
+group (``GET /v1/signatures/{err_sig}``) and ``POST /v1/runs`` (runs with scripts and logs, so each
+is analysed); and retention (dry run, then for real). Prints medians and 95th percentiles in
+milliseconds, the build time and the database size. Run from the repository root:
 
     createdb -h 127.0.0.1 -U postgres histbench
     .venv/bin/python scripts/historybench.py --db postgresql+psycopg://postgres@127.0.0.1:5432/histbench \\
@@ -86,6 +88,7 @@ FAIL_LOG = (
 VERSIONS = [SCRIPT.replace("helper(3)", f"helper({3 + v})") for v in range(5)]
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 TRACE_POOL = 256  # distinct traces, packed once (packing 5 M of them would time the packer)
+SIG_GROUPS = 300  # err_sigs the failures spread over, each shared by neighbouring tests
 COLUMNS = (
     "identity",
     "test_id",
@@ -163,7 +166,7 @@ def build(store: Store, tests: int, runs: int, seed: int) -> float:
                     '{"TZ": "UTC"}',
                     "e",
                     log_z if fail else None,
-                    "sig" if fail else None,
+                    _sig(test_id, n) if fail else None,
                     "AssertionError" if fail else None,
                     traces[rng.randrange(TRACE_POOL)],
                     T0,
@@ -176,6 +179,11 @@ def build(store: Store, tests: int, runs: int, seed: int) -> float:
     return time.perf_counter() - started
 
 
+def _sig(test_id: int, n: int) -> str:
+    """A failure's err_sig: groups span a few neighbouring tests and change over the runs."""
+    return hashlib.sha1(f"sig-{(test_id // 5 + n // 100) % SIG_GROUPS}".encode()).hexdigest()
+
+
 def _copy(store: Store, rows: Iterator[tuple[Any, ...]]) -> None:
     raw = store.engine.raw_connection()
     try:
@@ -184,9 +192,12 @@ def _copy(store: Store, rows: Iterator[tuple[Any, ...]]) -> None:
             for row in rows:
                 copy.write_row(row)
         raw.commit()
-        cursor.execute("ANALYZE runs")
-        cursor.execute("ANALYZE tests")
-        raw.commit()
+        raw.driver_connection.autocommit = True  # VACUUM runs outside a transaction
+        try:
+            cursor.execute("VACUUM ANALYZE runs")  # settled, as autovacuum leaves it: index-only scans
+            cursor.execute("ANALYZE tests")
+        finally:
+            raw.driver_connection.autocommit = False
     finally:
         raw.close()
 
@@ -219,7 +230,7 @@ def measure_inprocess(store: Store, tests: int, samples: int, seed: int) -> dict
     request = prepare(
         [Script(PATH, VERSIONS[-1])], FAIL_LOG, TriageOptions(level="block", k=5, ranker="history")
     )
-    page, added, load, used = [], [], [], []
+    page, added, load, used, groups = [], [], [], [], []
     history.history_runs(key_of(0), limit=30, siblings=5)  # warm-up, as a running service is: the
     asyncio.run(ranker.rank(request, 5))  # connection pool, the caches, the shipped calibration
     for _ in range(samples):
@@ -232,7 +243,9 @@ def measure_inprocess(store: Store, tests: int, samples: int, seed: int) -> dict
         asyncio.run(ranker.rank(replace(request, history=runs), 5))
         added.append((time.perf_counter() - t) * 1000 - static_ms)
         used.append(len(runs))
+        groups.append(_timed(lambda: history.signatures(limit=50))[0])
     return {
+        "signatures_ms": _stats(groups),
         "history_page_ms": _stats(page),
         "history_triage_added_ms": _stats(added),
         "history_load_ms": _stats(load),
@@ -291,7 +304,7 @@ def serve(url: str, workdir: Path) -> Iterator[str]:
 
 def measure_http(base: str, tests: int, samples: int, seed: int, post_runs: int) -> dict[str, Any]:
     rng = random.Random(seed + 2)
-    page, listing = [], []
+    page, listing, groups, group = [], [], [], []
     with httpx.Client(base_url=base, timeout=120) as client:
         client.get(f"/v1/tests/{key_of(0)}/history").raise_for_status()  # warm-up
         for _ in range(samples):
@@ -302,6 +315,13 @@ def measure_http(base: str, tests: int, samples: int, seed: int, post_runs: int)
             ms, response = _timed(lambda: client.get("/v1/tests", params={"limit": 100}))
             response.raise_for_status()
             listing.append(ms)
+            ms, response = _timed(lambda: client.get("/v1/signatures", params={"limit": 50}))
+            response.raise_for_status()
+            groups.append(ms)
+            sig = rng.choice(response.json()["items"])["err_sig"]
+            ms, response = _timed(lambda sig=sig: client.get(f"/v1/signatures/{sig}"))
+            response.raise_for_status()
+            group.append(ms)
         batch = 20
         started = time.perf_counter()
         for start in range(0, post_runs, batch):
@@ -321,6 +341,8 @@ def measure_http(base: str, tests: int, samples: int, seed: int, post_runs: int)
     return {
         "http_history_page_ms": _stats(page),
         "http_tests_list_ms": _stats(listing),
+        "http_signatures_ms": _stats(groups),
+        "http_signature_runs_ms": _stats(group),
         "http_post_runs_per_s": round(rate, 1),
     }
 

@@ -14,7 +14,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy import (
     JSON,
@@ -36,7 +36,7 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Mapped, Session, mapped_column
+from sqlalchemy.orm import Mapped, Session, aliased, mapped_column
 
 from app.analysis.logparse import parse_log
 from app.analysis.model import Loc, State
@@ -54,7 +54,10 @@ FAILING_LOG_DAYS = 90
 PASSING_LOG_DAYS = 14
 FAILING = ("fail", "error")
 CHUNK = 500  # ids per IN (...) list
+SIGNATURE_PAGE = 50  # signature groups per page
+SIGNATURE_KEYS = 20  # test keys shown per group (``tests`` counts them all)
 CACHE_ENTRIES = 256  # versions and script texts kept decoded (both content-addressed)
+SignatureOrder = Literal["recent", "failures"]  # newest failure first, or largest group first
 _STATE_OF = {"E": State.EXE, "N": State.NEXE, "D": State.DBT}
 
 
@@ -83,7 +86,17 @@ class RunRow(Base):
     __tablename__ = "runs"
     __table_args__ = (
         Index("ix_runs_test_started_id", "test_id", "started_at", "id"),
-        Index("ix_runs_err_sig", "err_sig"),
+        # Failures only (passes have no err_sig): signature groups and one group's newest failures
+        # come from the index alone, test_id included for the groups' distinct tests.
+        Index(
+            "ix_runs_err_sig_started",
+            "err_sig",
+            "started_at",
+            "id",
+            "test_id",
+            postgresql_where=text("err_sig IS NOT NULL"),
+            sqlite_where=text("err_sig IS NOT NULL"),
+        ),
         UniqueConstraint("identity", name="uq_runs_identity"),
     )
 
@@ -389,42 +402,80 @@ class HistoryStore:
             "runs": [_run_view(r) for r in rows],
         }
 
-    def signatures(self, *, limit: int = 100) -> list[dict[str, Any]]:
-        """Failures grouped by err_sig across tests, largest groups first."""
+    def signatures(
+        self, *, limit: int = SIGNATURE_PAGE, offset: int = 0, order: SignatureOrder = "recent"
+    ) -> list[dict[str, Any]]:
+        """A page of failure groups by err_sig across tests: newest failure first, or ``failures``.
+
+        Two statements whatever the page size: the groups' aggregates (from the covering partial
+        index ``ix_runs_err_sig_started``, with the latest failure's message per page group), then
+        the first ``SIGNATURE_KEYS`` test keys of each page group.
+        """
+        count = func.count(RunRow.id)
+        last = func.max(RunRow.started_at)
+        page = (
+            select(
+                RunRow.err_sig.label("sig"),
+                count.label("failures"),
+                func.count(func.distinct(RunRow.test_id)).label("tests"),
+                func.min(RunRow.started_at).label("first"),
+                last.label("last"),
+            )
+            .where(RunRow.err_sig.is_not(None))
+            .group_by(RunRow.err_sig)
+            .order_by((count if order == "failures" else last).desc(), RunRow.err_sig)
+            .limit(limit)
+            .offset(offset)
+            .subquery()
+        )
+        latest = aliased(RunRow)
+        message = (
+            select(latest.error_message)
+            .where(latest.err_sig == page.c.sig)
+            .order_by(latest.started_at.desc(), latest.id.desc())
+            .limit(1)
+            .scalar_subquery()
+        )
+        first_by = page.c.failures if order == "failures" else page.c.last
         with self.store._tx() as session:
-            rows = session.execute(
-                select(
-                    RunRow.err_sig,
-                    func.count(RunRow.id),
-                    func.count(func.distinct(RunRow.test_id)),
-                    func.max(RunRow.started_at),
-                    func.max(RunRow.error_message),
-                )
-                .where(RunRow.err_sig.is_not(None))
-                .group_by(RunRow.err_sig)
-                .order_by(func.count(RunRow.id).desc(), RunRow.err_sig)
-                .limit(limit)
+            groups = session.execute(
+                select(page, message.label("message")).order_by(first_by.desc(), page.c.sig)
             ).all()
-            out = []
-            for sig, count, tests, last, message in rows:
-                keys = session.execute(
-                    select(func.distinct(TestRow.key))
-                    .join(RunRow, RunRow.test_id == TestRow.id)
-                    .where(RunRow.err_sig == sig)
-                    .order_by(TestRow.key)
-                    .limit(20)
-                ).scalars()
-                out.append(
-                    {
-                        "err_sig": sig,
-                        "failures": int(count),
-                        "tests": int(tests),
-                        "test_keys": list(keys),
-                        "last_seen": _iso(last),
-                        "error_message": message,
-                    }
+            keys: dict[str, list[str]] = {g.sig: [] for g in groups}
+            if keys:
+                pairs = (
+                    select(RunRow.err_sig, RunRow.test_id)
+                    .where(RunRow.err_sig.in_(list(keys)))
+                    .distinct()
+                    .subquery()
                 )
-            return out
+                ranked = (
+                    select(
+                        pairs.c.err_sig,
+                        TestRow.key,
+                        func.row_number().over(partition_by=pairs.c.err_sig, order_by=TestRow.key).label("n"),
+                    )
+                    .join(TestRow, TestRow.id == pairs.c.test_id)
+                    .subquery()
+                )
+                for sig, key in session.execute(
+                    select(ranked.c.err_sig, ranked.c.key)
+                    .where(ranked.c.n <= SIGNATURE_KEYS)
+                    .order_by(ranked.c.err_sig, ranked.c.key)
+                ):
+                    keys[sig].append(key)
+        return [
+            {
+                "err_sig": g.sig,
+                "failures": int(g.failures),
+                "tests": int(g.tests),
+                "test_keys": keys[g.sig],
+                "first_seen": _iso(g.first),
+                "last_seen": _iso(g.last),
+                "error_message": g.message,
+            }
+            for g in groups
+        ]
 
     def apply_retention(
         self,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import uuid
 
 import httpx
@@ -87,3 +88,28 @@ def test_ingested_results_record_every_test_run(api: httpx.Client, py_results: P
     assert _total_runs(api) - before == summary["tests"]  # the same file again records nothing new
     signatures = api.get("/v1/signatures").json()["items"]
     assert sum(s["failures"] for s in signatures) >= summary["failed"]
+
+
+def test_signature_groups_page_newest_failure_first(api: httpx.Client) -> None:
+    word = "".join(random.choice("ghijklmnopqrstuvwxyz") for _ in range(12))  # no digits or hex: unmasked
+    runs = [
+        {
+            **run(f"t.py::test_{word}_{n}", n, "fail"),
+            "started_at": f"2031-01-0{n}T00:00:00Z",
+            "log": LOG.replace("assert 41 == 42", f"{word} {'x' * n}"),
+        }
+        for n in (1, 2, 3)
+    ]
+    assert api.post("/v1/runs", json=runs).status_code == 201
+    first = api.get("/v1/signatures", params={"limit": 2}).json()
+    second = api.get("/v1/signatures", params={"limit": 1, "offset": 2}).json()
+    mine = first["items"] + second["items"]
+    assert [g["test_keys"] for g in mine] == [[f"t.py::test_{word}_{n}"] for n in (3, 2, 1)]
+    assert first["next_offset"] == 2 and second["next_offset"] == 3
+    assert all(g["first_seen"] == g["last_seen"] and g["failures"] == 1 for g in mine)
+    assert api.get("/v1/signatures", params={"order": "failures"}).status_code == 200
+    assert api.get("/v1/signatures", params={"order": "size"}).status_code == 422
+    group = api.get(f"/v1/signatures/{mine[0]['err_sig']}").json()
+    assert group["tests"] == [f"t.py::test_{word}_3"] and len(group["runs"]) == 1
+    dashboard = api.get("/signatures", params={"page": 2}).text
+    assert 'href="/signatures?page=1"' in dashboard

@@ -1,4 +1,4 @@
-"""Migration 0005 on databases that already hold history, on SQLite files and PostgreSQL schemas."""
+"""Migrations 0005 and 0006 on databases that already hold history, on SQLite files and PostgreSQL schemas."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from app.analysis.model import Loc, State
 from app.history.versions import content_hash, version_id
-from app.service.history_store import HistoryStore
+from app.service.history_store import HistoryStore, signature_runs
 from app.service.store import MIGRATIONS_DIR, Base, Store
 
 BEFORE = "0003_snapshots"
@@ -125,5 +125,41 @@ def test_the_history_tables_are_created_as_modelled(database_url: str) -> None:
             diffs = compare_metadata(MigrationContext.configure(conn), Base.metadata)
         tables = ("'tests'", "'runs'", "'versions'", "ix_tests_path", "ix_runs_")
         assert [d for d in diffs if any(t in repr(d) for t in tables)] == []
+    finally:
+        store.close()
+
+
+def _run_indexes(store: Store) -> set[str]:
+    with store.engine.connect() as conn:
+        return {i["name"] for i in sa.inspect(conn).get_indexes("runs") if i["name"]}
+
+
+def test_0006_indexes_the_failures_of_a_filled_store_and_downgrade_restores_the_old_index(
+    database_url: str,
+) -> None:
+    store = Store.open(database_url, run_migrations=False)
+    try:
+        _migrate(store, "0005_history_scale")
+        _fill(store)
+        _migrate(store, "0006_signature_scale")
+        indexes = _run_indexes(store)
+        assert "ix_runs_err_sig_started" in indexes and "ix_runs_err_sig" not in indexes
+        history = HistoryStore(store)
+        (group,) = history.signatures()
+        assert (group["err_sig"], group["failures"], group["tests"], group["test_keys"]) == (
+            "sig",
+            1,
+            1,
+            ["t.py::test_a"],
+        )
+        assert group["first_seen"] == group["last_seen"] and group["last_seen"].startswith("2026-01-01T00:00")
+        runs = signature_runs(store, "sig")
+        assert runs is not None and [r["id"] for r in runs] == [1]
+        _migrate(store, "0005_history_scale", down=True)
+        indexes = _run_indexes(store)
+        assert "ix_runs_err_sig" in indexes and "ix_runs_err_sig_started" not in indexes
+        with store.engine.connect() as conn:
+            sigs = conn.execute(sa.select(_runs.c.err_sig).order_by(_runs.c.id)).scalars().all()
+        assert sigs == ["sig", None, None]
     finally:
         store.close()

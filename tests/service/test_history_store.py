@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from app.history.records import parse_run
-from app.service.history_store import HistoryStore
+from app.history.records import RunRecord, parse_run
+from app.service.history_store import SIGNATURE_KEYS, HistoryStore, signature_runs
 from app.service.store import Store
 
 V1 = "def helper():\n    return 41\n\n\ndef test_answer():\n    value = helper()\n    assert value == 42\n"
@@ -186,3 +186,42 @@ def test_retention_anchors_break_time_ties_by_arrival(history: HistoryStore) -> 
     assert history.apply_retention(datetime(2026, 6, 1, tzinfo=UTC), keep_days=1, keep_runs=0)["runs"] == 2
     page = history.history("tests/test_answer.py::test_answer")
     assert page is not None and sorted(r["id"] for r in page["runs"]) == [ids[1], ids[2]]
+
+
+def failing(n: int, test: int, error: str) -> RunRecord:
+    """A failure of test ``test`` at hour ``n`` whose last log line is ``error`` (one err_sig each)."""
+    log = FAIL_LOG.replace("AssertionError: assert 41 == 42", error)
+    body = record(n, "fail", test_id=f"tests/test_answer.py::test_{test}", log=log)
+    body["ci"] = {"job_url": f"https://ci/job/{test}/{n}"}
+    return parse_run(body)
+
+
+def test_signature_groups_come_in_pages_newest_failure_first(history: HistoryStore) -> None:
+    history.add_runs(
+        [failing(n, n % 3, "ValueError: alpha") for n in range(6)]  # hours 0-5, tests 0-2
+        + [failing(10, 7, "KeyError: 'beta'"), failing(11, 8, "KeyError: 'beta'")]
+        + [failing(8, 9, "TypeError: gamma"), parse_run(record(20, "pass"))]
+    )
+    groups = history.signatures()
+    assert [(g["failures"], g["tests"]) for g in groups] == [(2, 2), (1, 1), (6, 3)]
+    alpha = groups[-1]
+    assert alpha["first_seen"].startswith("2026-01-01T00:00") and alpha["last_seen"].startswith(
+        "2026-01-01T05:00"
+    )
+    assert alpha["test_keys"] == [f"tests/test_answer.py::test_{k}" for k in range(3)]
+    assert alpha["error_message"].startswith("ValueError")
+    assert groups[0]["error_message"].startswith("KeyError")
+    assert [g["failures"] for g in history.signatures(order="failures")] == [6, 2, 1]
+    paged = history.signatures(limit=2) + history.signatures(limit=2, offset=2)
+    assert paged == groups and history.signatures(offset=3) == []
+
+
+def test_signature_groups_list_a_sample_of_their_tests_and_count_all(history: HistoryStore) -> None:
+    history.add_runs([failing(n, n, "ValueError: alpha") for n in range(SIGNATURE_KEYS + 3)])
+    (group,) = history.signatures()
+    assert group["tests"] == group["failures"] == SIGNATURE_KEYS + 3
+    assert group["test_keys"] == sorted(group["test_keys"]) and len(group["test_keys"]) == SIGNATURE_KEYS
+    runs = signature_runs(history.store, group["err_sig"], limit=5)
+    assert runs is not None and [r["started_at"][11:13] for r in runs] == ["22", "21", "20", "19", "18"]
+    assert runs[0]["key"] == f"tests/test_answer.py::test_{SIGNATURE_KEYS + 2}"
+    assert signature_runs(history.store, "0" * 40) is None

@@ -15,7 +15,7 @@ from app.history.surface import Bar, changed_hunks, channel_bars, element_channe
 from app.service.dashboard.auth import KeyedRoute
 from app.service.dashboard.pages import render, templates
 from app.service.deps import RuntimeDep
-from app.service.history_store import HistoryStore, version_files
+from app.service.history_store import SIGNATURE_PAGE, HistoryStore, version_files
 
 router = APIRouter(route_class=KeyedRoute, include_in_schema=False)
 
@@ -49,10 +49,15 @@ def _list(runtime: Any, offset: int) -> tuple[list[dict[str, Any]], bool]:
     return rows[:PAGE_SIZE], len(rows) > PAGE_SIZE
 
 
+def _page_no(page: str) -> int:
+    """The ``page`` query parameter, 1 when absent or not a small positive number."""
+    return int(page) if page.isascii() and page.isdigit() and 1 <= len(page) <= 6 and int(page) else 1
+
+
 @router.get("/tests", name="dashboard_tests")
 async def tests_page(request: Request, runtime: RuntimeDep, page: str = "") -> Response:
     """Tests with recorded CI runs, most recently run first: last verdict, flaky badge, counts."""
-    page_no = int(page) if page.isascii() and page.isdigit() and 1 <= len(page) <= 6 and int(page) else 1
+    page_no = _page_no(page)
     rows, more = await asyncio.to_thread(_list, runtime, (page_no - 1) * PAGE_SIZE)
     return render(request, "tests.html", {"title": "Tests", "rows": rows, "page": page_no, "more": more})
 
@@ -84,7 +89,12 @@ async def test_page(request: Request, runtime: RuntimeDep, key: str) -> Response
 
 
 @router.get("/signatures", name="dashboard_signatures")
-async def signatures_page(request: Request, runtime: RuntimeDep) -> Response:
-    """Failures grouped by error signature across tests, largest groups first."""
-    groups = await asyncio.to_thread(HistoryStore(runtime.store).signatures, limit=100)
-    return render(request, "signatures.html", {"title": "Signatures", "groups": groups})
+async def signatures_page(request: Request, runtime: RuntimeDep, page: str = "") -> Response:
+    """Failures grouped by error signature across tests, newest failure first, a page at a time."""
+    page_no = _page_no(page)
+    offset = (page_no - 1) * SIGNATURE_PAGE
+    groups = await asyncio.to_thread(
+        HistoryStore(runtime.store).signatures, limit=SIGNATURE_PAGE + 1, offset=offset
+    )
+    context = {"title": "Signatures", "groups": groups[:SIGNATURE_PAGE], "page": page_no}
+    return render(request, "signatures.html", {**context, "more": len(groups) > SIGNATURE_PAGE})

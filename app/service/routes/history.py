@@ -11,7 +11,7 @@ from fastapi import APIRouter, HTTPException, Path, Query, Request
 from app.history.records import RunRecord, parse_run
 from app.history.surface import spectrum_view
 from app.service.deps import RuntimeDep
-from app.service.history_store import HistoryStore, signature_runs
+from app.service.history_store import SIGNATURE_PAGE, HistoryStore, SignatureOrder, signature_runs
 from app.service.routes.triage import ERRORS
 from app.settings import Settings
 
@@ -110,11 +110,17 @@ async def test_history(
 
 @router.get("/v1/signatures", responses=ERRORS)
 async def signatures(
-    runtime: RuntimeDep, limit: Annotated[int, Query(ge=1, le=1000)] = 100
+    runtime: RuntimeDep,
+    limit: Annotated[int, Query(ge=1, le=1000)] = SIGNATURE_PAGE,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    order: Annotated[
+        SignatureOrder, Query(description="recent: newest failure first; failures: largest group first")
+    ] = "recent",
 ) -> dict[str, Any]:
-    """Failures grouped by error signature across tests, largest groups first."""
-    items = await asyncio.to_thread(HistoryStore(runtime.store).signatures, limit=limit)
-    return {"items": items}
+    """A page of failures grouped by error signature across tests; next_offset is null on the last."""
+    store = HistoryStore(runtime.store)
+    items = await asyncio.to_thread(store.signatures, limit=limit + 1, offset=offset, order=order)
+    return {"items": items[:limit], "next_offset": offset + limit if len(items) > limit else None}
 
 
 @router.get(
