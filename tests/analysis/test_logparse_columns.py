@@ -4,6 +4,7 @@ the line-by-line parse gives, on generated logs of every prefix format and every
 from __future__ import annotations
 
 import pickle
+import random
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -89,6 +90,23 @@ def test_bulk_parse_gives_the_line_by_line_messages(
     assert [(m.text, m.level, m.line) for m in bulk.messages] == [
         (m.text, m.level, m.line) for m in line_by_line(log, prefix_format=fmt).messages
     ]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    groups=st.lists(st.tuples(LINE, st.integers(0, 2)), min_size=1, max_size=4),
+    base=st.integers(0, 30),
+    times=st.sampled_from([1, 80]),
+    rng=st.randoms(use_true_random=False),
+)
+def test_format_detection_agrees_with_trying_every_format_on_every_line(
+    groups: list[tuple[tuple[str, str, str], int]], base: int, times: int, rng: random.Random
+) -> None:
+    """Close counts, ties and samples cut at DETECT_SAMPLE lines: the early stops change nothing."""
+    lines = [line for line, extra in groups for _ in range(base * times + extra)]
+    rng.shuffle(lines)
+    log = make_log(lines, False, True)
+    assert parse_log(log).format == line_by_line(log).format
 
 
 @settings(max_examples=100, deadline=None)

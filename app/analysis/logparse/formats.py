@@ -507,6 +507,7 @@ def _detect(lines: Sequence[str]) -> int | None:
 
     The sample is the head of the log, so a log that grows (or is cut after its head) keeps its
     format: a sample spread over the whole log shifted with its length and could flip the answer.
+    This is the reference, one match per line and format; the parser runs ``_detect_text``.
     """
     sample: list[str] = []
     for ln in lines:
@@ -514,13 +515,59 @@ def _detect(lines: Sequence[str]) -> int | None:
             sample.append(ln)
             if len(sample) == DETECT_SAMPLE:
                 break
+    return _best([sum(1 for _ in filter(_single(i).match, sample)) for i in _ALL])
+
+
+def _best(scores: Sequence[int]) -> int | None:
     best, best_score = None, 0
-    for i in _ALL:
-        pattern = _single(i)
-        score = sum(1 for _ in filter(pattern.match, sample))
+    for i, score in enumerate(scores):
         if score > best_score:
             best, best_score = i, score
     return best
+
+
+def _detect_text(text: str, bounds: Sequence[int], n: int) -> int | None:
+    """``_detect`` over the ``n`` lines of ``text`` (line i is ``text[bounds[i]:bounds[i+1]-1]``).
+
+    The same answer for less matching: a likely winner (the best on the first lines) is counted
+    first, then every other format only until it can no longer beat the best so far. On a
+    prefixed log most formats stop after a few dozen lines instead of running over the sample.
+    """
+    sample = _head_sample(text, bounds, n)
+    size = len(sample)
+    head = sample[:_HEAD]
+    counts = [len(list(filter(_single(i).match, head))) for i in _ALL]
+    scores = [0] * len(_FORMATS)
+    likely = _best(counts)
+    order = _ALL if likely is None else (likely, *(i for i in _ALL if i != likely))
+    best, best_score = None, 0
+    for i in order:
+        # ties go to the earlier format: a later one must beat the best, an earlier one match it
+        need = max(best_score + (best is not None and i > best), 1)
+        got, pos, step = counts[i], len(head), _HEAD
+        match = _single(i).match
+        while pos < size and got + size - pos >= need:
+            got += len(list(filter(match, sample[pos : pos + step])))
+            pos += step
+            step *= 2
+        if pos >= size and got >= need:
+            scores[i] = got
+            best, best_score = _best(scores), max(best_score, got)
+    return best
+
+
+_HEAD = 16  # lines every format is tried on to find the likely winner; the counting step grows from it
+
+
+def _head_sample(text: str, bounds: Sequence[int], n: int) -> list[str]:
+    """The first ``DETECT_SAMPLE`` non-blank lines, cut from the text a batch at a time."""
+    sample: list[str] = []
+    done = 0
+    while done < n and len(sample) < DETECT_SAMPLE:
+        stop = min(n, done + DETECT_SAMPLE - len(sample))
+        sample += [ln for ln in text[bounds[done] : bounds[stop] - 1].split("\n") if ln and not ln.isspace()]
+        done = stop
+    return sample[:DETECT_SAMPLE]
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b\n]*(?:\x07|\x1b\\)?")
@@ -558,6 +605,8 @@ def _last_overwrite(line: str) -> str:
 
 _BINARY_SAMPLE = 65536
 _CONTROL = frozenset(chr(c) for c in (*range(32), *range(0x7F, 0xA0)) if chr(c) not in "\t\n\r\f\v\x1b")
+_CONTROL_DELETE = str.maketrans("", "", "".join(sorted(_CONTROL)))
+_CONTROL_CHAR = re.compile(f"[{''.join(re.escape(ch) for ch in sorted(_CONTROL))}]")
 
 
 def _binary_share(text: str, *, replaced: int | None = None) -> float:
@@ -565,7 +614,10 @@ def _binary_share(text: str, *, replaced: int | None = None) -> float:
     sample = text[:_BINARY_SAMPLE]
     if not sample:
         return 0.0
-    odd = sum(1 for ch in sample if ch in _CONTROL)
+    if sample.isascii():  # the common case: deleting them is the fastest count
+        odd = len(sample) - len(sample.translate(_CONTROL_DELETE))
+    else:  # translate leaves its ASCII fast path; the class scan stays fast
+        odd = len(_CONTROL_CHAR.findall(sample))
     odd += sample.count("\ufffd") if replaced is None else min(replaced, len(sample))
     return odd / len(sample)
 

@@ -19,6 +19,7 @@ from app.analysis.logparse.formats import (
     _binary_share,
     _combined,
     _detect,
+    _detect_text,
     _offset_type,
     _preferring,
     _PrefixColumns,
@@ -610,7 +611,7 @@ def parse_log(text: str, *, prefix_format: str | None = None, max_lines: int | N
     elif spec in KNOWN_FORMATS:
         prefixer, name = _Prefixer(_combined((KNOWN_FORMATS.index(spec),))), spec
     else:
-        detected = _detect(lines)
+        detected = _detect_text(text, bounds, n) if _FAST_PATH else _detect(lines)
         prefixer = _Prefixer(_preferring(detected))
         name = "unknown" if detected is None else _FORMATS[detected][0]
 
