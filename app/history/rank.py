@@ -206,6 +206,16 @@ def _facts(target: Target, states: Mapping[Loc, State], env: str) -> RunFacts:
     return RunFacts(decisions, {"env": env})
 
 
+def run_traces(runs: Sequence[MappedRun]) -> list[RunTrace]:
+    """The runs as the spectrum counts them (weighted, flaky failures marked)."""
+    return [RunTrace(r.verdict, r.states, r.weight, r.flaky) for r in runs]
+
+
+def selection_of(k: int) -> str:
+    """The run selection a product window asks for: FDC over the passes when ``k`` > 0, else all."""
+    return "fdc" if k > 0 else "all"
+
+
 def line_channels(
     target: Target, runs: Sequence[MappedRun], *, passes: bool = True
 ) -> dict[str, dict[Loc, float]]:
@@ -215,7 +225,7 @@ def line_channels(
     min rule compares with); the diff channel reads the last passing version either way.
     """
     used = [r for r in runs if passes or r.verdict != "pass"]
-    traces = [RunTrace(r.verdict, r.states, r.weight, r.flaky) for r in used]
+    traces = run_traces(used)
     traces.append(RunTrace("fail", target.states))
     ran = sorted(_ran(target.states))
     counts = spectrum(traces, ran)
@@ -287,14 +297,16 @@ def rank_with_history(
     calibration: Calibration,
     *,
     selection: str = "all",
+    k: int = DEFAULT_K,
 ) -> HistoryRanking:
+    """The fused order; ``selection`` and ``k`` pick the passes as ``select_runs`` does."""
     elements = [e.id for e in rendered.elements]
     known = set(elements)
     order = [*[e for e in static_order if e in known], *(e for e in elements if e not in set(static_order))]
     if not history:
         return HistoryRanking(tuple(order))
     target = target_of(analysis)
-    runs = select_runs(target, map_runs(target, history), selection)
+    runs = select_runs(target, map_runs(target, history), selection, k)
     members = members_of(rendered)
     with_p = element_channels(line_channels(target, runs), members, order)
     without_p = element_channels(line_channels(target, runs, passes=False), members, order)

@@ -14,13 +14,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.analysis.model import Analysis, Block, Loc, State
-from app.history.rank import HistoryRun, line_states
+from app.analysis.model import Analysis, Loc
+from app.history.rank import HistoryRun, map_runs, run_traces, selection_of, target_of
+from app.history.rank import select_runs as rank_select
 from app.history.records import env_fingerprint
-from app.history.selection import select_fdc
 from app.history.signatures import Run, classify, err_sig, first_bad_version, is_flaky
-from app.history.spectrum import FORMULAS, RunTrace, map_states, scores, spectrum
-from app.history.versions import hunks, map_lines, version_id
+from app.history.spectrum import FORMULAS, scores, spectrum
+from app.history.versions import hunks, version_id
 from app.options import check_window
 
 HISTORY_CHANNELS: tuple[str, ...] = ("spectrum", "cp", "diff", "history_value")
@@ -53,21 +53,17 @@ def parse_history(value: Any, *, window: int, k: int) -> HistoryChoice:
 
 
 def select_runs(history: Sequence[HistoryRun], analysis: Analysis, k: int) -> tuple[HistoryRun, ...]:
-    """The ``k`` runs that best cover and split what the failure ran (002's greedy FDC), oldest first.
+    """The runs the history ranker fuses, oldest first: every failure and the ``k`` passes FDC
+    picks (002), as ``app.history.rank.select_runs`` picks them for the ranker and the evaluation.
 
-    Coverage is compared in the failure's lines, each run's trace mapped onto them first.
+    ``k`` <= 0 keeps every run of the window.
     """
-    if k <= 0 or len(history) <= k:
+    if k <= 0:
         return tuple(history)
-    target = {f.path: f.lines for f in analysis.program.files}
-    failing = frozenset(loc for loc, s in line_states(analysis).items() if s != State.NEXE)
-    candidates = {}
-    for i, h in enumerate(history):
-        maps = {p: map_lines(h.files[p].splitlines(), list(target[p])) for p in target if p in h.files}
-        ran = map_states(h.states, maps)
-        candidates[str(i)] = frozenset(loc for loc, s in ran.items() if s != State.NEXE)
-    chosen = {int(i) for i in select_fdc(candidates, failing, k)}
-    return tuple(h for i, h in enumerate(history) if i in chosen)
+    target = target_of(analysis)
+    mapped = map_runs(target, history)
+    kept = {id(r) for r in rank_select(target, mapped, selection_of(k), k)}
+    return tuple(h for h, r in zip(history, mapped, strict=True) if id(r) in kept)
 
 
 def failure_signature(analysis: Analysis) -> str:
@@ -178,34 +174,16 @@ def channel_bars(channels: Mapping[str, float], widest: float) -> list[Bar]:
     return bars
 
 
-def spectrum_rows(
-    history: Sequence[HistoryRun],
-    files: Mapping[str, str],
-    code_lines: Mapping[str, Sequence[int]],
-    blocks: Sequence[Block] = (),
-) -> list[dict[str, Any]]:
-    """Per line (or per block, when ``blocks`` are given) of ``files``: weighted counts and scores.
+def spectrum_rows(history: Sequence[HistoryRun], analysis: Analysis, level: str) -> list[dict[str, Any]]:
+    """Per line (or per block at ``level`` "block") of the analysed version: weighted counts, scores.
 
-    Each run counts in the target version's lines through the line map, weighted by how many
-    versions lie between (as the fused ranking counts them); flaky failures leave the failing set.
+    The runs are mapped and weighted as the fused ranking maps them (``app.history.rank.map_runs``:
+    each through its version's line map, weighted by versions apart, flaky failures marked).
     A block's counts are its best line's (DESIGN 8.2: blocks take the max).
     """
-    from app.history.selection import run_weight
-
-    target_version = version_id(files)
-    order = list(dict.fromkeys([*(version_id(h.files) for h in history), target_version]))
-    last = order.index(target_version)
-    prior: list[Run] = []
-    traces = []
-    for h in history:
-        maps = {p: map_lines(h.files[p].splitlines(), files[p].splitlines()) for p in files if p in h.files}
-        run = Run(h.verdict, version_id(h.files), h.env, h.err_sig)
-        flaky = h.verdict in ("fail", "error") and is_flaky(prior, run)
-        prior.append(run)
-        apart = max(0, last - order.index(version_id(h.files)))
-        traces.append(RunTrace(h.verdict, map_states(h.states, maps), run_weight(apart), flaky))
-    lines = [Loc(p, n) for p in files for n in code_lines.get(p, ())]
-    counts = spectrum(traces, lines)
+    target = target_of(analysis)
+    lines = [Loc(f.path, n) for f in analysis.program.files for n in sorted(f.code_lines)]
+    counts = spectrum(run_traces(map_runs(target, history)), lines)
     by_formula = {name: scores(counts, name) for name in FORMULAS}
 
     def row(loc: Loc) -> dict[str, Any]:
@@ -218,10 +196,10 @@ def spectrum_rows(
             "scores": {name: _finite(s[loc]) for name, s in by_formula.items()},
         }
 
-    if not blocks:
+    if level != "block":
         return [{"path": loc.path, "line": loc.line, **row(loc)} for loc in lines]
     out = []
-    for b in blocks:
+    for b in analysis.blocks:
         members = [Loc(b.path, n) for n in range(b.start_line, b.end_line + 1) if Loc(b.path, n) in counts]
         if members:
             best = max(members, key=lambda loc: (by_formula["ochiai"][loc], -loc.line))
@@ -247,7 +225,8 @@ def triage_with_history(
 ) -> tuple[Any, Any, dict[str, Any]]:
     """The history ranker's triage of one failure: (TriageResult, its RankRequest, history section).
 
-    No model is asked: the history ranker fuses the static ranking with the selected runs.
+    No model is asked: the history ranker maps every run of the window and picks the passes
+    (``choice.k``) itself, as the evaluation does, so flaky failures are judged on the whole window.
     """
     import asyncio
     import time
@@ -256,9 +235,9 @@ def triage_with_history(
     from app.triage import prepare, rank
 
     started = time.perf_counter()
-    request = prepare(scripts, log, replace(options, ranker="history"), explain=True)
+    request = prepare(scripts, log, replace(options, ranker="history", history_k=choice.k), explain=True)
     used = select_runs(history, request.analysis, choice.k)
-    result = asyncio.run(rank(replace(request, history=tuple(used)), client=None, started=started))
+    result = asyncio.run(rank(replace(request, history=tuple(history)), client=None, started=started))
     files = {s.path: s.content for s in scripts}
     section = history_section(history, used, files, failure_signature(request.analysis), choice)
     return result, request, section
@@ -280,8 +259,6 @@ def spectrum_view(history: Sequence[HistoryRun], version: str | None, level: str
     if files is None:
         return None
     analysis = analyze([Script(p, c) for p, c in files.items()], "")
-    code_lines = {f.path: sorted(f.code_lines) for f in analysis.program.files}
-    blocks = analysis.blocks if level == "block" else ()
     verdicts = [h.verdict for h in history if h.same_test]
     return {
         "version": target,
@@ -290,5 +267,5 @@ def spectrum_view(history: Sequence[HistoryRun], version: str | None, level: str
         "failing_runs": sum(v in ("fail", "error") for v in verdicts),
         "passing_runs": verdicts.count("pass"),
         "formulas": list(FORMULAS),
-        "elements": spectrum_rows(history, files, code_lines, blocks),
+        "elements": spectrum_rows(history, analysis, level),
     }

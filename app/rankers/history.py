@@ -14,7 +14,7 @@ from importlib import resources
 from typing import Any
 
 from app.history.fusion import Calibration, pick_calibration
-from app.history.rank import rank_with_history
+from app.history.rank import rank_with_history, selection_of
 from app.rankers.base import Pick, RankAnswer, RankRequest
 from app.rankers.heuristic import HeuristicRanker
 
@@ -41,8 +41,15 @@ class HistoryRanker:
             )
         own = sum(h.same_test for h in request.history)
         calibration = pick_calibration(shipped_calibration(), request.rendered.level, own)
+        k_runs = request.options.history_k
         ranking = rank_with_history(
-            request.analysis, request.rendered, [p.element.id for p in static], request.history, calibration
+            request.analysis,
+            request.rendered,
+            [p.element.id for p in static],
+            request.history,
+            calibration,
+            selection=selection_of(k_runs),
+            k=k_runs,
         )
         by_id = {p.element.id: p for p in static}
         elements_by_id = {e.id: e for e in elements}

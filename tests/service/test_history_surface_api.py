@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import uuid
@@ -10,7 +11,16 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.service.helpers import example_body
+from app.analysis.model import Script
+from app.history.fusion import pick_calibration
+from app.history.rank import rank_with_history, selection_of
+from app.options import TriageOptions
+from app.rankers.heuristic import HeuristicRanker
+from app.rankers.history import shipped_calibration
+from app.service.history_store import HistoryStore
+from app.service.store import Store
+from app.triage import prepare
+from tests.service.helpers import Server, clean_env, example_body, tcfl_command
 
 GOOD = """def helper(x):
     return x * 2
@@ -84,8 +94,8 @@ def test_triage_with_history_fuses_the_runs(api: httpx.Client, tmp_path: Path) -
     assert stored["history"] == history  # kept with the result
     off = api.post("/v1/triage", json={**body, "test": key, "history": "off"}).json()
     assert off["ranker"] == "heuristic" and "history" not in off
-    few = api.post("/v1/triage", json={**body, "test": key, "history": {"window": 4, "k": 2}}).json()
-    assert (few["history"]["runs_read"], few["history"]["runs_used"]) == (4, 2)
+    few = api.post("/v1/triage", json={**body, "test": key, "history": {"window": 5, "k": 1}}).json()
+    assert (few["history"]["runs_read"], few["history"]["runs_used"]) == (5, 3)  # both failures, one pass
 
 
 def test_triage_history_edge_cases_answer_clearly(api: httpx.Client) -> None:
@@ -147,3 +157,40 @@ def test_a_recorded_run_and_its_signature_group_read_back(api: httpx.Client, tmp
     assert all(r["err_sig"] == newest["err_sig"] for r in found["runs"])
     assert api.get(f"/v1/signatures/{'0' * 40}").status_code == 404
     assert api.get("/v1/signatures/not-a-signature").status_code == 422
+
+
+@pytest.mark.parametrize("k", [0, 2])
+def test_api_cli_and_ranker_give_one_order(api: httpx.Client, server: Server, tmp_path: Path, k: int) -> None:
+    """The same recorded runs rank alike over HTTP, from ``tcfl triage --test`` and in the ranker."""
+    key, logs = record_history(api, tmp_path)
+    body = {"scripts": [{"path": "t.py", "content": BAD}], "log": logs["bad"], "ranker": "heuristic"}
+    found = api.post("/v1/triage", json={**body, "test": key, "level": "line", "history": {"k": k}})
+    assert found.status_code == 200, found.text
+    via_api = [(e["path"], e["start_line"]) for e in found.json()["ranking"]]
+
+    (tmp_path / "t.py").write_text(BAD)
+    (tmp_path / "fail.log").write_text(logs["bad"])
+    args = ["triage", "t.py", "--log", "fail.log", "--json", "--no-store", "--db", server.database_url]
+    args += ["--ranker", "heuristic", "--level", "line", "--test", key, "--history-k", str(k)]
+    done = subprocess.run(
+        tcfl_command(*args), cwd=tmp_path, env=clean_env(), capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    via_cli = [(e["path"], e["start_line"]) for e in json.loads(done.stdout)["ranking"]]
+
+    store = Store.open(server.database_url)
+    try:
+        runs = HistoryStore(store).history_runs(key, limit=30)
+    finally:
+        store.close()
+    options = TriageOptions(level="line", ranker="heuristic", k=len(via_api))
+    request = prepare([Script("t.py", BAD)], logs["bad"], options, explain=True)
+    static = [p.element.id for p in HeuristicRanker.picks(request, len(request.rendered.elements))]
+    calibration = pick_calibration(shipped_calibration(), "line", len(runs))
+    ranking = rank_with_history(
+        request.analysis, request.rendered, static, runs, calibration, selection=selection_of(k), k=k
+    )
+    by_id = {e.id: (e.path, e.start_line) for e in request.rendered.elements}
+    direct = [by_id[e] for e in ranking.order]
+    assert via_api == via_cli == direct[: len(via_api)]
+    assert via_api[0] == ("t.py", 2)  # the edited line
