@@ -22,8 +22,10 @@ from typing import Any
 import numpy as np
 
 from app.analysis.model import Analysis, Loc, Script, State
+from app.analysis.mustrun import passing_states
 from app.analysis.pipeline import analyze
 from app.analysis.render import RenderedCode, render
+from app.analysis.source import parse_program
 from app.eval.metrics import rank_scores
 from app.eval.runner import faulty_elements
 from app.history.fusion import BUCKETS, Calibration, Sample, bucket, channel_bins, fit, fuse, pick_calibration
@@ -81,12 +83,27 @@ class _RunView:
         return {loc: State.EXE if loc.line in self.truth else State.NEXE for loc in self.states}
 
 
+PASSING_LOGS = ("keep", "drop", "must-run")
+
+
 @dataclass
 class _Group:
     data: dict[str, Any]
     scripts: dict[str, list[Script]]
     files: dict[str, dict[str, str]]  # version -> {path: content}
     cache: dict[tuple[str, str], tuple[Analysis, _RunView]] = field(default_factory=dict)
+    # passing runs as CI results files record them: "keep" their logs; "drop" them (no log, no
+    # trace: skipped, as the store skipped them); "must-run": no log, the must-run trace instead
+    passing_logs: str = "keep"
+    must_run: dict[tuple[str, str], dict[Loc, State]] = field(default_factory=dict)
+
+    def pass_states(self, run: dict[str, Any]) -> dict[Loc, State]:
+        """A log-less pass's trace (``passing_states``), per (version, test)."""
+        key = (run["version"], run["test"])
+        if key not in self.must_run:
+            program = parse_program(self.scripts[run["version"]])
+            self.must_run[key] = passing_states(program, run["test"])
+        return self.must_run[key]
 
     def view(self, run: dict[str, Any]) -> tuple[Analysis, _RunView]:
         # version ids and log keys are content hashes: groups of one file share their analyses
@@ -117,13 +134,15 @@ class _Group:
 
 
 def _group(
-    data: dict[str, Any], cache: dict[tuple[str, str], tuple[Analysis, _RunView]] | None = None
+    data: dict[str, Any],
+    cache: dict[tuple[str, str], tuple[Analysis, _RunView]] | None = None,
+    passing_logs: str = "keep",
 ) -> _Group:
     scripts = {
         label: [Script(f["path"], f["content"]) for f in v["files"]] for label, v in data["versions"].items()
     }
     files = {label: {f["path"]: f["content"] for f in v["files"]} for label, v in data["versions"].items()}
-    return _Group(data, scripts, files, cache if cache is not None else {})
+    return _Group(data, scripts, files, cache if cache is not None else {}, passing_logs)
 
 
 @dataclass
@@ -175,8 +194,13 @@ def _history_runs(
     """The corpus's runs as the product's history ranker receives them (own version, own trace)."""
     out = []
     for r in history:
+        logless = r["outcome"] == "pass" and group.passing_logs != "keep"
+        if logless and group.passing_logs == "drop":
+            continue
         _, view = group.view(r)
         states = view.truth_states if truth else view.states
+        if logless and not truth:
+            states = group.pass_states(r)
         out.append(
             HistoryRun(
                 r["outcome"],
@@ -186,7 +210,7 @@ def _history_runs(
                 view.err_sig,
                 VERSION_ORDER.index("V1") - VERSION_ORDER.index(r["version"]),
                 r["test"] == target["test"],
-                view.values,
+                {} if logless else view.values,
             )
         )
     return out
@@ -318,9 +342,13 @@ def evaluate_history(
     *,
     seed: int = 0,
     progress: Callable[[str], None] = lambda _: None,
+    passing_logs: str = "keep",
 ) -> dict[str, Any]:
+    """``passing_logs`` (PASSING_LOGS) simulates CI results files, whose passes carry no log."""
+    if passing_logs not in PASSING_LOGS:
+        raise ValueError(f"passing_logs must be one of {', '.join(PASSING_LOGS)}")
     shared: dict[tuple[str, str], tuple[Analysis, _RunView]] = {}
-    groups = [_group(g, shared) for g in load_groups(root)]
+    groups = [_group(g, shared, passing_logs) for g in load_groups(root)]
     outcomes: list[CaseOutcome] = []
     for g in groups:
         for case in g.data["cases"]:

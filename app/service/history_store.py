@@ -40,7 +40,9 @@ from sqlalchemy.orm import Mapped, Session, aliased, mapped_column
 
 from app.analysis.logparse import parse_log
 from app.analysis.model import Loc, State
+from app.analysis.mustrun import passing_states
 from app.analysis.pipeline import analyze
+from app.analysis.source import parse_program
 from app.history.packed import pack_trace, packable, unpack_trace
 from app.history.rank import HistoryRun
 from app.history.records import RunRecord, env_fingerprint
@@ -124,9 +126,13 @@ class RunRow(Base):
 
 
 def _facts(record: RunRecord) -> tuple[str | None, str | None, dict[str, Any] | None]:
-    """(err_sig, error message, estimated trace) from the run's log and scripts."""
+    """(err_sig, error message, estimated trace) from the run's log and scripts.
+
+    A pass without a log (CI results files record passes so) still ran its test to the normal
+    end: its trace is the test's must-run lines, the rest doubtful (``_pass_trace``).
+    """
     if not record.log:
-        return None, None, None
+        return None, None, _pass_trace(record) if record.verdict == "pass" else None
     failed = record.verdict in ("fail", "error")
     if record.scripts:
         try:
@@ -167,6 +173,24 @@ def _facts(record: RunRecord) -> tuple[str | None, str | None, dict[str, Any] | 
         parsed.error_message[:2000],
         None,
     )
+
+
+def _pass_trace(record: RunRecord) -> dict[str, Any] | None:
+    """A log-less pass's trace from its scripts: must-run lines "E", the other code lines "D";
+    None without scripts or when no function of the scripts is the test."""
+    if not record.scripts:
+        return None
+    try:
+        program = parse_program(list(record.scripts))
+    except ValueError:
+        return None
+    states = passing_states(program, record.test_id) or passing_states(program, record.key.base_id)
+    if not states:
+        return None
+    trace: dict[str, Any] = {f.path: {"E": [], "N": [], "D": []} for f in program.files}
+    for loc, state in sorted(states.items()):
+        trace[loc.path]["E" if state == State.EXE else "D"].append(loc.line)
+    return trace
 
 
 class _Lru:

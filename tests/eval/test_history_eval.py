@@ -101,3 +101,14 @@ def test_cli_prints_the_history_report(tmp_path: Path) -> None:
         check=False,
     )
     assert bad.returncode == 2 and "comma-separated integers" in bad.stderr
+
+
+def test_passes_without_logs_are_simulated_dropped_or_must_run(report: dict) -> None:
+    """CI results files keep no passing logs: the passes either vanish or count by their must-run lines."""
+    dropped = evaluate_history(CORPUS, (3,), passing_logs="drop")
+    must_run = evaluate_history(CORPUS, (3,), passing_logs="must-run")
+    assert dropped["cases"] == must_run["cases"] == report["cases"]
+    spectrum = [r["history"]["3"]["spectrum"]["block"]["1"]["hit"] for r in (dropped, must_run)]
+    assert all(0.0 <= hit <= 1.0 for hit in spectrum)
+    with pytest.raises(ValueError):
+        evaluate_history(CORPUS, (3,), passing_logs="sometimes")

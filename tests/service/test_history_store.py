@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from app.analysis.model import State
 from app.history.records import RunRecord, parse_run
 from app.service.history_store import SIGNATURE_KEYS, HistoryStore, signature_runs
 from app.service.store import Store
@@ -225,3 +226,19 @@ def test_signature_groups_list_a_sample_of_their_tests_and_count_all(history: Hi
     assert runs is not None and [r["started_at"][11:13] for r in runs] == ["22", "21", "20", "19", "18"]
     assert runs[0]["key"] == f"tests/test_answer.py::test_{SIGNATURE_KEYS + 2}"
     assert signature_runs(history.store, "0" * 40) is None
+
+
+def test_a_pass_without_a_log_counts_with_its_must_run_trace(history: HistoryStore) -> None:
+    """CI results files record passes without logs: the test's must-run lines ran, the rest is doubtful."""
+    logless = {k: v for k, v in record(0, "pass", V2).items() if k != "log"}
+    other = {
+        **logless,
+        "test_id": "tests/test_answer.py::test_missing",
+        "ci": {"job_url": "https://ci/job/9"},
+    }
+    history.add_runs([parse_run(logless), parse_run(other), parse_run(record(1, "fail"))])
+    runs = history.history_runs("tests/test_answer.py::test_answer", limit=10)
+    assert [r.verdict for r in runs] == ["pass", "fail"]
+    executed = sorted(loc.line for loc, state in runs[0].states.items() if state == State.EXE)
+    assert executed == [1, 2, 5, 6, 7]  # the test, and the helper it surely called
+    assert history.history_runs("tests/test_answer.py::test_missing") == []  # no such function: no trace

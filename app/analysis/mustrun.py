@@ -1,0 +1,160 @@
+"""What a passing run surely executed, from its scripts alone (no log).
+
+CI results files (JUnit XML, pytest's report-log) record passing runs without a log. A pass is
+evidence by itself: the test reached its normal end, so every statement on every path from the
+test function's entry to its normal exit ran (the must-run chain), and so did the must-run chains
+of its class's setUp/tearDown, of its module's top level, and of the helpers those chains surely
+called. Everything else is unknown. The history store records such a run's trace from this, so
+the spectra keep the passes that carry no log.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from app.analysis.callsites import call_sites
+from app.analysis.cfg import EXIT, RAISE, flow_graph
+from app.analysis.estimate import to_lines
+from app.analysis.graphs import reachable
+from app.analysis.lifecycle import is_setup, is_teardown
+from app.analysis.model import Function, Loc, Program, State
+
+MAX_STATEMENTS = 2000  # a function larger than this is left unknown (the cut test is quadratic)
+# a call on a line holding one of these may be skipped (conditional expression, short circuit,
+# a lambda's body): the callee is not followed
+_CONDITIONAL = re.compile(r"\b(if|and|or|lambda)\b")
+_YIELD = re.compile(r"\byield\b")
+
+
+def function_of_test(program: Program, test: str) -> Function | None:
+    """The function a CI test id names (``path::Class::test[p]``, ``Class.test``, ``test``); None if
+    no function or more than one matches."""
+    path, rest = test.split("::", 1) if ".py::" in test else ("", test)
+    parts = [p for p in re.split(r"::|\.", rest.split("[", 1)[0]) if p]
+    if not parts:
+        return None
+    qualname = ".".join(parts)
+    found = [
+        f
+        for f in program.functions
+        if f.kind == "function"
+        and f.name == parts[-1]
+        and (f.qualname == qualname or qualname.endswith("." + f.qualname) or len(parts) == 1)
+        and (not path or f.path == path or f.path.endswith("/" + path) or path.endswith("/" + f.path))
+    ]
+    return found[0] if len(found) == 1 else None
+
+
+def on_every_path(program: Program, fn: Function) -> frozenset[int]:
+    """Statements of ``fn`` that every walk from its entry to its normal exit passes (exception
+    edges to handlers included as walks); empty when the flow graph has no such walk."""
+    if len(fn.statements) > MAX_STATEMENTS:
+        return frozenset()
+    graph = flow_graph(program, fn)
+    if graph.entry is None:
+        return frozenset()
+    succ: dict[int, list[int]] = {EXIT: [], RAISE: []}
+    for s in fn.statements:
+        succ[s] = list(graph.all_succ(s))
+    for targets in list(succ.values()):
+        for t in targets:
+            succ.setdefault(t, [])
+    reach = reachable(succ, graph.entry)
+    if EXIT not in reach:
+        return frozenset()
+    out = {graph.entry}
+    for v in reach - {graph.entry, EXIT, RAISE}:
+        cut = {u: [t for t in ts if t != v] for u, ts in succ.items() if u != v}
+        if EXIT not in reachable(cut, graph.entry):
+            out.add(v)
+    return frozenset(out)
+
+
+def must_run(program: Program, test: str) -> frozenset[int]:
+    """Statements a passing run of ``test`` surely executed (sids); empty if the test is not found.
+
+    A helper is followed from a must-run statement that calls it directly by its name, when the
+    call resolves to that one function, no handler of the caller could catch a raise from it, the
+    line holds no conditional or lambda, and the helper is neither a generator nor async (calling
+    those runs nothing yet).
+    """
+    fn = function_of_test(program, test)
+    if fn is None:
+        return frozenset()
+    by_fid = {f.fid: f for f in program.functions}
+    callees: dict[int, list[Function]] = {}
+    for fid, sites in call_sites(program).items():
+        for s in sites:
+            callees.setdefault(s, []).append(by_fid[fid])
+    lines = {f.path: f.lines for f in program.files}
+    cls = fn.qualname.rpartition(".")[0]
+    hooks = [
+        f
+        for f in program.functions
+        if f.path == fn.path
+        and f.qualname.rpartition(".")[0] == cls
+        and cls
+        and (is_setup(f) or is_teardown(f))
+    ]
+    module = [f for f in program.functions if f.kind == "module" and f.path == fn.path]
+    out: set[int] = set()
+    todo = [fn, *hooks, *module]
+    seen: set[str] = set()
+    while todo:
+        f = todo.pop()
+        if f.fid in seen:
+            continue
+        seen.add(f.fid)
+        chain = on_every_path(program, f)
+        out |= chain
+        exc = flow_graph(program, f).exc if chain else {}
+        for sid in chain:
+            found = callees.get(sid, [])
+            if len(found) != 1 or exc.get(sid):
+                continue
+            callee = found[0]
+            st = program.statements[sid]
+            text = lines[st.path][st.start_line - 1] if 0 < st.start_line <= len(lines[st.path]) else ""
+            direct = re.search(rf"\b{re.escape(callee.name)}\s*\(", text)
+            if direct and not _CONDITIONAL.search(text) and _plain(program, callee, lines):
+                todo.append(callee)
+    return frozenset(out)
+
+
+def _plain(program: Program, fn: Function, lines: dict[str, tuple[str, ...]]) -> bool:
+    """A helper whose call runs its body now: not async, no ``yield`` in it."""
+    if fn.is_async or fn.is_hook:
+        return False
+    text = lines[fn.path]
+    return not any(
+        _YIELD.search(text[n - 1])
+        for s in fn.statements
+        for n in program.statements[s].lines
+        if n <= len(text)
+    )
+
+
+def must_run_lines(program: Program, test: str) -> frozenset[Loc]:
+    """The code lines a passing run of ``test`` surely executed (def headers of entered functions
+    included, as the estimator counts them)."""
+    return _code(program, to_lines(program, must_run(program, test)))
+
+
+def _code(program: Program, locs: Iterable[Loc]) -> frozenset[Loc]:
+    code = {f.path: f.code_lines for f in program.files}
+    return frozenset(loc for loc in locs if loc.line in code.get(loc.path, ()))
+
+
+def passing_states(program: Program, test: str) -> dict[Loc, State]:
+    """A log-less pass's estimated trace: its must-run lines executed, every other code line
+    doubtful (it may have run; nothing says). Empty when the test is not found: then the run
+    says nothing line by line."""
+    ran = must_run_lines(program, test)
+    if not ran:
+        return {}
+    return {
+        Loc(f.path, n): State.EXE if Loc(f.path, n) in ran else State.DBT
+        for f in program.files
+        for n in sorted(f.code_lines)
+    }
