@@ -64,6 +64,7 @@ def test_startup_times_each_cold_start(capsys: pytest.CaptureFixture[str]) -> No
     out = json.loads(capsys.readouterr().out)
     assert set(out["startup"]) == {"python_ms", "version_ms", "triage_ms", "triage_store_ms"}
     assert all(value > 0 for value in out["startup"].values())
+    assert set(out["startup_cpu"]) == set(out["startup"])
 
 
 def test_log_parsing_figures_for_each_kind_of_log(capsys: pytest.CaptureFixture[str]) -> None:

@@ -210,7 +210,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(format_result(result))
         if saved is not None:
-            from app.service.store import safe_url
+            from app.service.engine import safe_url
 
             sys.stdout.write(
                 f"\nSaved as triage {saved} in {safe_url(settings.database_url)}"
@@ -256,16 +256,17 @@ def _store(
     body: dict[str, Any],
     warnings: list[str],
 ) -> int | None:
-    """Record the triage like the API does; a database problem is a warning, never a lost result."""
-    from app.service.store import Store, Submission, safe_url
+    """Record the triage like the API does; a database problem is a warning, never a lost result.
+
+    Through ``record.record_to``: the same rows as ``Store.record_triage``, written with SQLAlchemy
+    Core, so a cold start loads neither the ORM nor (at the current schema) Alembic.
+    """
+    from app.service.engine import safe_url
+    from app.service.record import Submission, record_to
 
     case = Submission(scripts=tuple(scripts), log=log, options=options.to_dict(), test_id=test_id)
     try:
-        store = Store.open(settings.database_url)
-        try:
-            return store.record_triage(case, body).id
-        finally:
-            store.close()
+        return record_to(settings.database_url, case, body).id
     except Exception as exc:  # the ranking is printed either way
         warnings.append(
             f"result not stored in {safe_url(settings.database_url)}: {type(exc).__name__}: {exc}"

@@ -15,53 +15,45 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import (
-    JSON,
-    DateTime,
-    Engine,
-    ForeignKey,
-    Integer,
-    LargeBinary,
-    String,
-    Text,
-    delete,
-    select,
-)
-from sqlalchemy.orm import Mapped, Session, mapped_column
+from sqlalchemy import Engine, select
+from sqlalchemy.orm import Mapped, Session
 
 from app.analysis.snapshot import Snapshot, SnapshotError, check
-from app.service.signature import signature
-from app.service.store import Base, utcnow
-
-SNAPSHOT_KEY = "_snapshot"  # where a runner hands the snapshot to the store beside the result's data
-ERROR_TEXT_CHARS = 1000
+from app.service import tables
+from app.service.record import (  # noqa: F401  (re-exported)
+    ERROR_TEXT_CHARS,
+    SNAPSHOT_KEY,
+    index_values,
+    write_snapshot,
+)
+from app.service.store import Base
 
 
 class SnapshotRow(Base):
     """A triage's stored analysis (``summary_z`` may be NULL for triages stored before snapshots)."""
 
-    __tablename__ = "analysis_snapshots"
+    __table__ = tables.analysis_snapshots
 
-    request_id: Mapped[int] = mapped_column(ForeignKey("triage_requests.id"), primary_key=True)
-    version: Mapped[int | None] = mapped_column(Integer)
-    summary_z: Mapped[bytes | None] = mapped_column(LargeBinary)
-    signature: Mapped[str] = mapped_column(String(40), index=True)
-    error_text: Mapped[str | None] = mapped_column(Text)
-    ranker: Mapped[str | None] = mapped_column(String(16), index=True)
-    top_path: Mapped[str | None] = mapped_column(String(1024))
-    log_lines: Mapped[int] = mapped_column(Integer, default=0)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    request_id: Mapped[int]
+    version: Mapped[int | None]
+    summary_z: Mapped[bytes | None]
+    signature: Mapped[str]
+    error_text: Mapped[str | None]
+    ranker: Mapped[str | None]
+    top_path: Mapped[str | None]
+    log_lines: Mapped[int]
+    created_at: Mapped[datetime]
 
 
 class LogChunkRow(Base):
-    __tablename__ = "log_chunks"
+    __table__ = tables.log_chunks
 
-    request_id: Mapped[int] = mapped_column(ForeignKey("triage_requests.id"), primary_key=True)
-    chunk: Mapped[int] = mapped_column(Integer, primary_key=True)
-    first_line: Mapped[int] = mapped_column(Integer)
-    line_count: Mapped[int] = mapped_column(Integer)
-    text_z: Mapped[bytes] = mapped_column(LargeBinary)
-    marks: Mapped[dict[str, Any]] = mapped_column(JSON)
+    request_id: Mapped[int]
+    chunk: Mapped[int]
+    first_line: Mapped[int]
+    line_count: Mapped[int]
+    text_z: Mapped[bytes]
+    marks: Mapped[dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -71,59 +63,9 @@ class LogLine:
     statements: tuple[int, ...]  # indexes into the summary's statements that this line matched
 
 
-def _plain(value: str) -> str:
-    return value.replace("\x00", "\\x00")
-
-
-def index_values(data: Mapping[str, Any]) -> dict[str, Any]:
-    """The list page's columns, from a result's data (also used to index triages stored earlier)."""
-    ranking = data.get("ranking") or []
-    top = ranking[0] if ranking else None
-    message = data.get("error_message")
-    return {
-        "signature": signature(message if isinstance(message, str) else None, top),
-        "error_text": _plain(message[:ERROR_TEXT_CHARS]) if isinstance(message, str) else None,
-        "ranker": data.get("ranker"),
-        "top_path": (str(top.get("path"))[:1024] if top else None),
-    }
-
-
 def write(session: Session, request_id: int, snapshot: Snapshot | None, data: Mapping[str, Any]) -> None:
     """Replace the triage's snapshot row and log chunks (in the caller's transaction)."""
-    session.execute(delete(LogChunkRow).where(LogChunkRow.request_id == request_id))
-    session.execute(delete(SnapshotRow).where(SnapshotRow.request_id == request_id))
-    summary_z = None
-    version = None
-    log_lines = 0
-    if snapshot is not None:
-        summary_z = zlib.compress(json.dumps(snapshot.summary, separators=(",", ":")).encode("utf-8"), 6)
-        version = int(snapshot.summary["version"])
-        log_lines = int(snapshot.summary["log"]["lines"])
-    session.add(
-        SnapshotRow(
-            request_id=request_id,
-            version=version,
-            summary_z=summary_z,
-            log_lines=log_lines,
-            created_at=utcnow(),
-            **index_values(data),
-        )
-    )
-    if snapshot is not None and snapshot.chunks:
-        session.execute(
-            LogChunkRow.__table__.insert(),
-            [
-                {
-                    "request_id": request_id,
-                    "chunk": c.index,
-                    "first_line": c.first_line,
-                    "line_count": len(c.lines),
-                    "text_z": zlib.compress("\n".join(c.lines).encode("utf-8", "surrogatepass"), 6),
-                    "marks": {str(k): list(v) for k, v in c.marks.items()},
-                }
-                for c in snapshot.chunks
-            ],
-        )
+    write_snapshot(session.connection(), request_id, snapshot, data)
 
 
 def read_summary(session: Session, request_id: int) -> dict[str, Any] | None:

@@ -8,55 +8,35 @@ broker to run and nothing to keep in step with it.
 
 from __future__ import annotations
 
-import hashlib
-import re
 import zlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from functools import cache
-from pathlib import Path
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import (
-    JSON,
-    DateTime,
-    Engine,
-    ForeignKey,
-    Index,
-    Integer,
-    LargeBinary,
-    String,
-    Text,
-    UniqueConstraint,
-    create_engine,
-    event,
-    func,
-    select,
-    text,
-    update,
-)
-from sqlalchemy.engine import make_url
+from sqlalchemy import Engine, func, select, text, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship, sessionmaker
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, relationship, sessionmaker
 
 from app.analysis.model import Script
+from app.service import record, tables
+from app.service.engine import (  # noqa: F401  (re-exported: the store's engine and schema API)
+    MIGRATIONS_DIR,
+    SQLITE_BUSY_TIMEOUT_MS,
+    make_engine,
+    migrate,
+    safe_url,
+    schema_is_current,
+    script_heads,
+)
+from app.service.record import StoredTriage, Submission, sha256_text  # noqa: F401  (re-exported)
+from app.service.record import aware as _aware
+from app.service.record import pack as _pack  # noqa: F401  (history_store's)
+from app.service.record import plain as _plain
+from app.service.tables import utcnow
 
-MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 STATUSES = ("queued", "running", "done", "failed")
-SQLITE_BUSY_TIMEOUT_MS = 30_000
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
-def _aware(value: datetime | None) -> datetime | None:
-    """SQLite hands timestamps back without a zone; they were written in UTC."""
-    if value is None or value.tzinfo is not None:
-        return value
-    return value.replace(tzinfo=UTC)
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -64,54 +44,42 @@ def _iso(value: datetime | None) -> str | None:
     return aware.isoformat() if aware else None
 
 
-def _pack(text_value: str) -> bytes:
-    return zlib.compress(text_value.encode("utf-8"), 6)
-
-
 def _unpack(blob: bytes) -> str:
     return zlib.decompress(blob).decode("utf-8")
 
 
-def _plain(message: str) -> str:
-    """Error text goes into text columns, which cannot hold NUL on PostgreSQL."""
-    return message.replace("\x00", "\\x00")
-
-
-def sha256_text(value: str) -> str:
-    return hashlib.sha256(value.encode("utf-8")).hexdigest()
-
-
 class Base(DeclarativeBase):
-    pass
+    """The mapped classes; their tables are the Core ones of ``app.service.tables`` (one schema)."""
+
+    metadata = tables.metadata
 
 
 class ScriptRow(Base):
     """A script's content, stored once however many requests name it."""
 
-    __tablename__ = "scripts"
+    __table__ = tables.scripts
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    sha256: Mapped[str] = mapped_column(String(64), unique=True)
-    size: Mapped[int] = mapped_column(Integer)
-    content_z: Mapped[bytes] = mapped_column(LargeBinary)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    id: Mapped[int]
+    sha256: Mapped[str]
+    size: Mapped[int]
+    content_z: Mapped[bytes]
+    created_at: Mapped[datetime]
 
 
 class TriageRequestRow(Base):
     """One failure to triage, as submitted, with its defaults already resolved."""
 
-    __tablename__ = "triage_requests"
-    __table_args__ = (Index("ix_triage_requests_test_id_id", "test_id", "id"),)
+    __table__ = tables.triage_requests
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    test_id: Mapped[str | None] = mapped_column(String(200))
-    status: Mapped[str] = mapped_column(String(16), index=True)
-    options: Mapped[dict[str, Any]] = mapped_column(JSON)
-    log_z: Mapped[bytes] = mapped_column(LargeBinary)
-    log_sha256: Mapped[str] = mapped_column(String(64))
-    error: Mapped[str | None] = mapped_column(Text)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
-    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    id: Mapped[int]
+    test_id: Mapped[str | None]
+    status: Mapped[str]
+    options: Mapped[dict[str, Any]]
+    log_z: Mapped[bytes]
+    log_sha256: Mapped[str]
+    error: Mapped[str | None]
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
 
     scripts: Mapped[list[RequestScriptRow]] = relationship(
         order_by="RequestScriptRow.position", cascade="all, delete-orphan"
@@ -122,12 +90,12 @@ class TriageRequestRow(Base):
 class RequestScriptRow(Base):
     """Which scripts a request named, under which path, in which order."""
 
-    __tablename__ = "request_scripts"
+    __table__ = tables.request_scripts
 
-    request_id: Mapped[int] = mapped_column(ForeignKey("triage_requests.id"), primary_key=True)
-    position: Mapped[int] = mapped_column(Integer, primary_key=True)
-    script_id: Mapped[int] = mapped_column(ForeignKey("scripts.id"), index=True)
-    path: Mapped[str] = mapped_column(String(1024))
+    request_id: Mapped[int]
+    position: Mapped[int]
+    script_id: Mapped[int]
+    path: Mapped[str]
 
     script: Mapped[ScriptRow] = relationship()
 
@@ -135,86 +103,48 @@ class RequestScriptRow(Base):
 class ResultRow(Base):
     """A finished triage. Unique per request and per batch item: a retry can never write a second one."""
 
-    __tablename__ = "results"
+    __table__ = tables.results
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    request_id: Mapped[int] = mapped_column(ForeignKey("triage_requests.id"), unique=True)
-    batch_item_id: Mapped[int | None] = mapped_column(ForeignKey("batch_items.id"), unique=True)
-    data: Mapped[dict[str, Any]] = mapped_column(JSON)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    id: Mapped[int]
+    request_id: Mapped[int]
+    batch_item_id: Mapped[int | None]
+    data: Mapped[dict[str, Any]]
+    created_at: Mapped[datetime]
 
     request: Mapped[TriageRequestRow] = relationship(back_populates="result")
 
 
 class BatchRow(Base):
-    __tablename__ = "batches"
+    __table__ = tables.batches
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    source: Mapped[str] = mapped_column(String(16))
-    input_sha256: Mapped[str | None] = mapped_column(String(64), index=True)
-    total: Mapped[int] = mapped_column(Integer)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    id: Mapped[int]
+    source: Mapped[str]
+    input_sha256: Mapped[str | None]
+    total: Mapped[int]
+    created_at: Mapped[datetime]
 
 
 class BatchItemRow(Base):
     """One queued case. ``locked_by``/``locked_at`` are the lease of the worker running it."""
 
-    __tablename__ = "batch_items"
-    __table_args__ = (
-        UniqueConstraint("batch_id", "idx", name="uq_batch_items_batch_idx"),
-        Index("ix_batch_items_status_id", "status", "id"),
-    )
+    __table__ = tables.batch_items
 
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    batch_id: Mapped[int] = mapped_column(ForeignKey("batches.id"))
-    idx: Mapped[int] = mapped_column(Integer)
-    request_id: Mapped[int] = mapped_column(ForeignKey("triage_requests.id"), unique=True)
-    status: Mapped[str] = mapped_column(String(16))
-    attempts: Mapped[int] = mapped_column(Integer, default=0)
-    locked_by: Mapped[str | None] = mapped_column(String(200))
-    locked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    finished_by: Mapped[str | None] = mapped_column(String(200))
-    error: Mapped[str | None] = mapped_column(Text)
-    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    id: Mapped[int]
+    batch_id: Mapped[int]
+    idx: Mapped[int]
+    request_id: Mapped[int]
+    status: Mapped[str]
+    attempts: Mapped[int]
+    locked_by: Mapped[str | None]
+    locked_at: Mapped[datetime | None]
+    finished_by: Mapped[str | None]
+    error: Mapped[str | None]
+    updated_at: Mapped[datetime]
 
 
 # --------------------------------------------------------------------------------------------
-# Plain records handed out by the store
+# Plain records handed out by the store (``Submission`` and ``StoredTriage``: app.service.record)
 # --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Submission:
-    """A submitted triage, validated, its options resolved: what the pipeline needs, and a label.
-
-    (A benchmark case with its known faults is ``app.eval.cases.Case``, another thing.)
-    """
-
-    scripts: tuple[Script, ...]
-    log: str
-    options: dict[str, Any]
-    test_id: str | None = None
-
-
-@dataclass(frozen=True)
-class StoredTriage:
-    """One stored triage: its request's state and, where it was read, the result's data.
-
-    The API's and the dashboard's JSON are built from it in one place (``app.service.views``).
-    """
-
-    id: int
-    status: str
-    test_id: str | None
-    created_at: datetime | None
-    options: dict[str, Any]
-    error: str | None
-    result: dict[str, Any] | None = None  # None until done, and in list pages (not read there)
-
-    @property
-    def summary_index(self) -> dict[str, Any]:
-        """The options a list row shows (level, k, trace, ranker)."""
-        return {key: self.options.get(key) for key in ("level", "k", "trace", "ranker")}
 
 
 @dataclass(frozen=True)
@@ -232,102 +162,6 @@ class Claim:
 class Page:
     items: list[Any]  # StoredTriage from the store; the dashboard's search pages its own rows
     next_cursor: int | None
-
-
-# --------------------------------------------------------------------------------------------
-# Engine
-# --------------------------------------------------------------------------------------------
-
-
-def safe_url(url: str) -> str:
-    """The URL with any password hidden, for messages."""
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:
-        return "<unparseable database URL>"
-
-
-def _make_sqlite_folder(url: str) -> None:
-    """The default database lives in a per-user data folder that may not exist yet."""
-    database = make_url(url).database
-    if database and database != ":memory:" and not database.startswith("file:"):
-        Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
-
-
-def make_engine(url: str) -> Engine:
-    """SQLite gets WAL, a busy timeout and ``BEGIN IMMEDIATE`` (one writer, no upgrade deadlocks)."""
-    if url.startswith("sqlite"):
-        _make_sqlite_folder(url)
-        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
-
-        @event.listens_for(engine, "connect")
-        def _on_connect(dbapi_conn: Any, _record: Any) -> None:
-            dbapi_conn.isolation_level = None
-            cursor = dbapi_conn.cursor()
-            cursor.execute("PRAGMA journal_mode=WAL")
-            cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
-            cursor.execute("PRAGMA foreign_keys=ON")
-            cursor.execute("PRAGMA synchronous=NORMAL")
-            cursor.close()
-
-        @event.listens_for(engine, "begin")
-        def _on_begin(conn: Any) -> None:
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
-
-        return engine
-    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
-
-
-_REVISION = re.compile(r"^revision\s*(?::[^=]*)?=\s*['\"]([^'\"]+)['\"]", re.MULTILINE)
-_DOWN_REVISION = re.compile(r"^down_revision\s*(?::[^=]*)?=\s*(.+)$", re.MULTILINE)
-
-
-@cache
-def script_heads() -> frozenset[str]:
-    """The head revisions of the migration scripts, read from their text (no Alembic import)."""
-    revisions: set[str] = set()
-    downs: set[str] = set()
-    for path in (MIGRATIONS_DIR / "versions").glob("*.py"):
-        text = path.read_text(encoding="utf-8")
-        found = _REVISION.search(text)
-        if found is None:
-            continue
-        revisions.add(found.group(1))
-        down = _DOWN_REVISION.search(text)
-        if down is not None:
-            downs.update(re.findall(r"['\"]([^'\"]+)['\"]", down.group(1)))
-    return frozenset(revisions - downs)
-
-
-def schema_is_current(engine: Engine) -> bool:
-    """Whether the database is at the scripts' head(s); any doubt (no table yet, an error) says no."""
-    try:
-        with engine.connect() as conn:
-            stored = {row[0] for row in conn.execute(text("SELECT version_num FROM alembic_version"))}
-    except Exception:
-        return False
-    heads = script_heads()
-    return bool(heads) and stored == heads
-
-
-def migrate(engine: Engine) -> None:
-    """Bring the schema to the newest Alembic revision (idempotent; safe with concurrent starters).
-
-    Alembic is loaded and run only when the stored revision differs from the scripts' head: a
-    store opened on a current schema (every CLI triage) pays one query, not the migration check.
-    """
-    if schema_is_current(engine):
-        return
-    from alembic import command
-    from alembic.config import Config
-
-    cfg = Config(str(MIGRATIONS_DIR / "alembic.ini"))
-    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
-    with engine.begin() as conn:
-        if conn.dialect.name == "postgresql":
-            conn.execute(text("SELECT pg_advisory_xact_lock(7431001)"))
-        cfg.attributes["connection"] = conn
-        command.upgrade(cfg, "head")
 
 
 # --------------------------------------------------------------------------------------------
@@ -369,7 +203,7 @@ class Store:
 
     def create_request(self, case: Submission, *, status: str = "running") -> int:
         with self._tx() as session:
-            return self._add_request(session, case, status).id
+            return self._add_request(session, case, status)
 
     def record_triage(self, case: Submission, data: dict[str, Any]) -> StoredTriage:
         """Store a finished synchronous triage (request, result, snapshot) in one transaction.
@@ -377,28 +211,21 @@ class Store:
         A fast ``POST /v1/triage`` writes once, after the analysis: one commit, not one to mark
         it running and another to store its result (``jobs.triage_now``).
         """
-        data, snapshot = _split_snapshot(data)
         with self._tx() as session:
-            request = self._add_request(session, case, "done")
-            session.add(ResultRow(request_id=request.id, data=data))
-            _write_snapshot(session, request.id, snapshot, data)
-            session.flush()
-            return stored_triage(request, data)
+            return record.record_triage(session.connection(), case, data)
 
     def record_failure(self, case: Submission, error: str) -> int:
         """Store a synchronous triage that failed (its input kept for a look), in one transaction."""
         with self._tx() as session:
-            request = self._add_request(session, case, "failed")
-            request.error = _plain(error)
-            return request.id
+            return self._add_request(session, case, "failed", error=_plain(error))
 
     def save_result(self, request_id: int, data: dict[str, Any]) -> StoredTriage:
         """Store a slow triage's result and snapshot into its running request, and mark it done."""
-        data, snapshot = _split_snapshot(data)
+        data, snapshot = record.split_snapshot(data)
         with self._tx() as session:
             request = session.get_one(TriageRequestRow, request_id)
             session.add(ResultRow(request_id=request_id, data=data))
-            _write_snapshot(session, request_id, snapshot, data)
+            record.write_snapshot(session.connection(), request_id, snapshot, data)
             request.status = "done"
             request.updated_at = utcnow()
             session.flush()
@@ -496,9 +323,9 @@ class Store:
             session.add(batch)
             session.flush()
             for index, case in enumerate(cases):
-                request = self._add_request(session, case, "queued", script_ids=ids)
+                request_id = self._add_request(session, case, "queued", script_ids=ids)
                 session.add(
-                    BatchItemRow(batch_id=batch.id, idx=index, request_id=request.id, status="queued")
+                    BatchItemRow(batch_id=batch.id, idx=index, request_id=request_id, status="queued")
                 )
             return batch.id
 
@@ -635,7 +462,7 @@ class Store:
 
     def complete_item(self, claim: Claim, data: dict[str, Any], *, worker_id: str) -> bool:
         """Result, snapshot and item status in one transaction. False when the item was already finished."""
-        data, snapshot = _split_snapshot(data)
+        data, snapshot = record.split_snapshot(data)
         try:
             with self._tx() as session:
                 item = session.get_one(BatchItemRow, claim.item_id, with_for_update=True)
@@ -643,7 +470,7 @@ class Store:
                     return False
                 now = utcnow()
                 session.add(ResultRow(request_id=item.request_id, batch_item_id=item.id, data=data))
-                _write_snapshot(session, item.request_id, snapshot, data)
+                record.write_snapshot(session.connection(), item.request_id, snapshot, data)
                 item.status = "done"
                 item.error = None
                 item.locked_by = None
@@ -696,70 +523,21 @@ class Store:
     # -- helpers ----------------------------------------------------------------------------------
 
     def _add_request(
-        self, session: Session, case: Submission, status: str, *, script_ids: dict[str, int] | None = None
-    ) -> TriageRequestRow:
-        ids = (
-            script_ids
-            if script_ids is not None
-            else self._script_ids(session, [s.content for s in case.scripts])
-        )
-        now = utcnow()
-        request = TriageRequestRow(
-            test_id=case.test_id,
-            status=status,
-            options=case.options,
-            log_z=_pack(case.log),
-            log_sha256=sha256_text(case.log),
-            created_at=now,
-            updated_at=now,
-        )
-        request.scripts = [
-            RequestScriptRow(position=i, path=s.path, script_id=ids[sha256_text(s.content)])
-            for i, s in enumerate(case.scripts)
-        ]
-        session.add(request)
-        session.flush()
-        return request
+        self,
+        session: Session,
+        case: Submission,
+        status: str,
+        *,
+        script_ids: dict[str, int] | None = None,
+        error: str | None = None,
+    ) -> int:
+        """The request's id; written by ``record`` with Core on the session's connection."""
+        conn = session.connection()
+        return record.add_request(conn, case, status, script_ids=script_ids, error=error)[0]
 
     def _script_ids(self, session: Session, contents: Sequence[str]) -> dict[str, int]:
-        """Insert unseen contents (racing inserts of the same content are harmless) and map hash -> id."""
-        unique = {sha256_text(c): c for c in contents}
-        if not unique:
-            return {}
-        if self.dialect == "postgresql":  # each dialect loads when used: postgresql's costs ~20 ms
-            from sqlalchemy.dialects.postgresql import insert as dialect_insert
-        else:
-            from sqlalchemy.dialects.sqlite import insert as dialect_insert
-        hashes = list(unique)
-        ids: dict[str, int] = {}
-        for start in range(0, len(hashes), 500):
-            chunk = hashes[start : start + 500]
-            known = dict(
-                session.execute(
-                    select(ScriptRow.sha256, ScriptRow.id).where(ScriptRow.sha256.in_(chunk))
-                ).all()
-            )
-            missing = [h for h in chunk if h not in known]
-            if missing:
-                rows = [
-                    {
-                        "sha256": h,
-                        "size": len(unique[h].encode("utf-8")),
-                        "content_z": _pack(unique[h]),
-                        "created_at": utcnow(),
-                    }
-                    for h in missing
-                ]
-                session.execute(
-                    dialect_insert(ScriptRow).values(rows).on_conflict_do_nothing(index_elements=["sha256"])
-                )
-                known.update(
-                    session.execute(
-                        select(ScriptRow.sha256, ScriptRow.id).where(ScriptRow.sha256.in_(missing))
-                    ).all()
-                )
-            ids.update(known)
-        return ids
+        """Insert unseen contents and map hash -> id (``record.scripts_ids``, in this session)."""
+        return record.scripts_ids(session.connection(), contents)
 
     @staticmethod
     def _set_request_status(session: Session, request_ids: Sequence[int], status: str) -> None:
@@ -784,22 +562,6 @@ class Store:
         for batch_id, status, n in rows:
             counts.setdefault(batch_id, {})[status] = n
         return counts
-
-
-def _split_snapshot(data: dict[str, Any]) -> tuple[dict[str, Any], Any]:
-    """A runner hands the analysis snapshot beside the result's data; it is stored in its own tables."""
-    from app.service.snapshots import SNAPSHOT_KEY
-
-    if SNAPSHOT_KEY not in data:
-        return data, None
-    rest = dict(data)
-    return rest, rest.pop(SNAPSHOT_KEY)
-
-
-def _write_snapshot(session: Session, request_id: int, snapshot: Any, data: dict[str, Any]) -> None:
-    from app.service import snapshots
-
-    snapshots.write(session, request_id, snapshot, data)
 
 
 # --------------------------------------------------------------------------------------------

@@ -32,7 +32,8 @@ from app.cli import main
 with contextlib.redirect_stdout(io.StringIO()):
     code = main(sys.argv[1:])
 loaded = sorted({{m.split(".")[0] for m in sys.modules}} & set({HEAVY!r}))
-print(json.dumps({{"code": code, "loaded": loaded}}))
+orm = "sqlalchemy.orm" in sys.modules
+print(json.dumps({{"code": code, "loaded": loaded, "orm": orm}}))
 """
 
 
@@ -76,7 +77,7 @@ def test_version_loads_no_subcommand(tmp_path: Path) -> None:
 def test_triage_on_embedded_defaults_without_store_loads_no_heavy_stack(tmp_path: Path) -> None:
     script, log = str(RUNNING / "test_example.py"), str(RUNNING / "failure.log")
     out = probe(tmp_path, "triage", script, "--log", log, "--log-function", "Log.log", "--no-store")
-    assert out == {"code": 0, "loaded": []}
+    assert out == {"code": 0, "loaded": [], "orm": False}
 
 
 def test_triage_with_the_store_loads_the_database_but_not_http_or_graphs(tmp_path: Path) -> None:
@@ -86,3 +87,25 @@ def test_triage_with_the_store_loads_the_database_but_not_http_or_graphs(tmp_pat
     again = probe(tmp_path, "triage", script, "--log", log, "--log-function", "Log.log")
     # schema current: no Alembic (SQLAlchemy itself imports asyncio)
     assert again["code"] == 0 and set(again["loaded"]) - {"asyncio"} == {"sqlalchemy"}  # type: ignore[arg-type]
+
+
+def test_stored_triage_at_the_current_schema_loads_neither_alembic_nor_the_orm(tmp_path: Path) -> None:
+    """The write is SQLAlchemy Core (``app.service.record``); a new database is still migrated."""
+    from app.service.store import Store
+
+    script, log = str(RUNNING / "test_example.py"), str(RUNNING / "failure.log")
+    url = f"sqlite:///{tmp_path / 'fresh.db'}"
+    args = ("triage", script, "--log", log, "--log-function", "Log.log", "--db", url)
+    first = probe(tmp_path, *args)  # no schema yet: Alembic runs (its environment loads the ORM)
+    assert first["code"] == 0 and "alembic" in first["loaded"]  # type: ignore[operator]
+    again = probe(tmp_path, *args)
+    assert again["code"] == 0 and again["orm"] is False
+    assert set(again["loaded"]) - {"asyncio"} == {"sqlalchemy"}  # type: ignore[arg-type]
+    store = Store.open(url)
+    try:
+        stored = [store.get_triage(i) for i in (1, 2)]
+    finally:
+        store.close()
+    assert all(s is not None and s.status == "done" and s.result for s in stored)
+    first_result, again_result = (dict(s.result, timings=None) for s in stored)  # type: ignore[union-attr, arg-type]
+    assert first_result == again_result

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -114,9 +115,8 @@ def test_migration_indexes_results_stored_before_snapshots(tmp_path: Path) -> No
         with Session(store.engine) as session, session.begin():  # what 0002's store wrote: no snapshot
             from app.service.store import ResultRow
 
-            request = store._add_request(session, case(EXAMPLE_LOG), "done")
-            session.add(ResultRow(request_id=request.id, data=data))
-            request_id = request.id
+            request_id = store._add_request(session, case(EXAMPLE_LOG), "done")
+            session.add(ResultRow(request_id=request_id, data=data))
         with store.engine.begin() as conn:
             cfg.attributes["connection"] = conn
             command.upgrade(cfg, "head")
@@ -175,5 +175,42 @@ def test_the_snapshot_tables_are_created_as_modelled(tmp_path: Path) -> None:
         with store.engine.connect() as conn:
             diffs = compare_metadata(MigrationContext.configure(conn), Base.metadata)
         assert [d for d in diffs if "analysis_snapshots" in repr(d) or "log_chunks" in repr(d)] == []
+    finally:
+        store.close()
+
+
+def test_the_cli_write_stores_the_rows_the_store_does(database_url: str) -> None:
+    """``record_to`` (the CLI's Core-only path) and ``Store.record_triage`` write the same rows."""
+    from app.service import tables
+    from app.service.record import record_to
+
+    log = padded_log(300)
+    data = triage_data(log)
+    store = Store.open(database_url)
+    try:
+        by_store = store.record_triage(case(log), dict(data))
+        by_cli = record_to(database_url, case(log), dict(data))
+        assert by_cli.id != by_store.id
+        assert store.get_triage(by_cli.id) == replace(
+            store.get_triage(by_store.id),  # type: ignore[arg-type]
+            id=by_cli.id,
+            created_at=store.get_triage(by_cli.id).created_at,  # type: ignore[union-attr]
+        )
+        assert store.load_case(by_cli.id) == store.load_case(by_store.id)
+        skip = {"id", "request_id", "created_at", "updated_at"}
+        with store.engine.connect() as conn:
+            for table in (
+                tables.triage_requests,
+                tables.request_scripts,
+                tables.results,
+                tables.analysis_snapshots,
+                tables.log_chunks,
+            ):
+                key = table.c.id if table is tables.triage_requests else table.c.request_id
+                rows = {}
+                for request_id in (by_store.id, by_cli.id):
+                    found = conn.execute(select(table).where(key == request_id)).mappings().all()
+                    rows[request_id] = [{k: v for k, v in r.items() if k not in skip} for r in found]
+                assert rows[by_store.id] and rows[by_cli.id] == rows[by_store.id], table.name
     finally:
         store.close()

@@ -1,0 +1,266 @@
+"""Writing one triage (request, scripts, result, snapshot) with SQLAlchemy Core.
+
+This is the store's one write path for a triage's rows: ``Store`` calls it on its session's
+connection, and ``tcfl triage`` calls it on a bare engine (``record_to``), so a cold CLI triage
+does not import ``sqlalchemy.orm`` or build the mapped classes. Everything here runs inside the
+caller's transaction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Connection, delete, insert, select
+
+from app.analysis.model import Script
+from app.service import tables
+from app.service.signature import signature
+from app.service.tables import utcnow
+
+if TYPE_CHECKING:
+    from app.analysis.snapshot import Snapshot
+
+SNAPSHOT_KEY = "_snapshot"  # where a runner hands the snapshot to the store beside the result's data
+ERROR_TEXT_CHARS = 1000
+
+
+@dataclass(frozen=True)
+class Submission:
+    """A submitted triage, validated, its options resolved: what the pipeline needs, and a label.
+
+    (A benchmark case with its known faults is ``app.eval.cases.Case``, another thing.)
+    """
+
+    scripts: tuple[Script, ...]
+    log: str
+    options: dict[str, Any]
+    test_id: str | None = None
+
+
+@dataclass(frozen=True)
+class StoredTriage:
+    """One stored triage: its request's state and, where it was read, the result's data.
+
+    The API's and the dashboard's JSON are built from it in one place (``app.service.views``).
+    """
+
+    id: int
+    status: str
+    test_id: str | None
+    created_at: datetime | None
+    options: dict[str, Any]
+    error: str | None
+    result: dict[str, Any] | None = None  # None until done, and in list pages (not read there)
+
+    @property
+    def summary_index(self) -> dict[str, Any]:
+        """The options a list row shows (level, k, trace, ranker)."""
+        return {key: self.options.get(key) for key in ("level", "k", "trace", "ranker")}
+
+
+def aware(value: datetime | None) -> datetime | None:
+    """SQLite hands timestamps back without a zone; they were written in UTC."""
+    if value is None or value.tzinfo is not None:
+        return value
+    return value.replace(tzinfo=UTC)
+
+
+def pack(text_value: str) -> bytes:
+    return zlib.compress(text_value.encode("utf-8"), 6)
+
+
+def plain(message: str) -> str:
+    """Error text goes into text columns, which cannot hold NUL on PostgreSQL."""
+    return message.replace("\x00", "\\x00")
+
+
+def sha256_text(value: str) -> str:
+    return hashlib.sha256(value.encode("utf-8")).hexdigest()
+
+
+def split_snapshot(data: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+    """A runner hands the analysis snapshot beside the result's data; it is stored in its own tables."""
+    if SNAPSHOT_KEY not in data:
+        return data, None
+    rest = dict(data)
+    return rest, rest.pop(SNAPSHOT_KEY)
+
+
+def record_to(url: str, case: Submission, data: dict[str, Any]) -> StoredTriage:
+    """Open the database at ``url`` (migrating it when behind), store one finished triage, close.
+
+    The CLI's path: one engine, one connection from its pool, one write transaction.
+    """
+    from app.service.engine import make_engine, migrate
+
+    engine = make_engine(url)
+    try:
+        migrate(engine)
+        with engine.begin() as conn:
+            return record_triage(conn, case, data)
+    finally:
+        engine.dispose()
+
+
+def record_triage(conn: Connection, case: Submission, data: dict[str, Any]) -> StoredTriage:
+    """A finished triage: its request (done), its result and its snapshot."""
+    data, snapshot = split_snapshot(data)
+    request_id, now = add_request(conn, case, "done")
+    conn.execute(insert(tables.results).values(request_id=request_id, data=data))
+    write_snapshot(conn, request_id, snapshot, data, replace=False)
+    return StoredTriage(
+        id=request_id,
+        status="done",
+        test_id=case.test_id,
+        created_at=now,
+        options=dict(case.options),
+        error=None,
+        result=data,
+    )
+
+
+def add_request(
+    conn: Connection,
+    case: Submission,
+    status: str,
+    *,
+    script_ids: Mapping[str, int] | None = None,
+    error: str | None = None,
+) -> tuple[int, datetime]:
+    """Insert a request and its script links; its id and creation time."""
+    ids = script_ids if script_ids is not None else scripts_ids(conn, [s.content for s in case.scripts])
+    now = utcnow()
+    request_id = int(
+        conn.execute(
+            insert(tables.triage_requests).values(
+                test_id=case.test_id,
+                status=status,
+                options=case.options,
+                log_z=pack(case.log),
+                log_sha256=sha256_text(case.log),
+                error=error,
+                created_at=now,
+                updated_at=now,
+            )
+        ).inserted_primary_key[0]
+    )
+    if case.scripts:
+        conn.execute(
+            insert(tables.request_scripts),
+            [
+                {
+                    "request_id": request_id,
+                    "position": i,
+                    "path": s.path,
+                    "script_id": ids[sha256_text(s.content)],
+                }
+                for i, s in enumerate(case.scripts)
+            ],
+        )
+    return request_id, now
+
+
+def scripts_ids(conn: Connection, contents: Sequence[str]) -> dict[str, int]:
+    """Insert unseen contents (racing inserts of the same content are harmless) and map hash -> id."""
+    unique = {sha256_text(c): c for c in contents}
+    if not unique:
+        return {}
+    if conn.dialect.name == "postgresql":  # each dialect loads when used: postgresql's costs ~20 ms
+        from sqlalchemy.dialects.postgresql import insert as dialect_insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert as dialect_insert
+    scripts = tables.scripts
+    hashes = list(unique)
+    ids: dict[str, int] = {}
+    for start in range(0, len(hashes), 500):
+        chunk = hashes[start : start + 500]
+        known = dict(
+            conn.execute(select(scripts.c.sha256, scripts.c.id).where(scripts.c.sha256.in_(chunk))).all()
+        )
+        missing = [h for h in chunk if h not in known]
+        if missing:
+            rows = [
+                {
+                    "sha256": h,
+                    "size": len(unique[h].encode("utf-8")),
+                    "content_z": pack(unique[h]),
+                    "created_at": utcnow(),
+                }
+                for h in missing
+            ]
+            conn.execute(
+                dialect_insert(scripts).values(rows).on_conflict_do_nothing(index_elements=["sha256"])
+            )
+            known.update(
+                conn.execute(
+                    select(scripts.c.sha256, scripts.c.id).where(scripts.c.sha256.in_(missing))
+                ).all()
+            )
+        ids.update(known)
+    return ids
+
+
+def index_values(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The list page's columns, from a result's data (also used to index triages stored earlier)."""
+    ranking = data.get("ranking") or []
+    top = ranking[0] if ranking else None
+    message = data.get("error_message")
+    return {
+        "signature": signature(message if isinstance(message, str) else None, top),
+        "error_text": plain(message[:ERROR_TEXT_CHARS]) if isinstance(message, str) else None,
+        "ranker": data.get("ranker"),
+        "top_path": (str(top.get("path"))[:1024] if top else None),
+    }
+
+
+def write_snapshot(
+    conn: Connection,
+    request_id: int,
+    snapshot: Snapshot | None,
+    data: Mapping[str, Any],
+    *,
+    replace: bool = True,
+) -> None:
+    """The triage's snapshot row and log chunks; ``replace`` first deletes any stored before."""
+    if replace:
+        chunks, rows = tables.log_chunks, tables.analysis_snapshots
+        conn.execute(delete(chunks).where(chunks.c.request_id == request_id))
+        conn.execute(delete(rows).where(rows.c.request_id == request_id))
+    summary_z = None
+    version = None
+    log_lines = 0
+    if snapshot is not None:
+        summary_z = zlib.compress(json.dumps(snapshot.summary, separators=(",", ":")).encode("utf-8"), 6)
+        version = int(snapshot.summary["version"])
+        log_lines = int(snapshot.summary["log"]["lines"])
+    conn.execute(
+        insert(tables.analysis_snapshots).values(
+            request_id=request_id,
+            version=version,
+            summary_z=summary_z,
+            log_lines=log_lines,
+            created_at=utcnow(),
+            **index_values(data),
+        )
+    )
+    if snapshot is not None and snapshot.chunks:
+        conn.execute(
+            insert(tables.log_chunks),
+            [
+                {
+                    "request_id": request_id,
+                    "chunk": c.index,
+                    "first_line": c.first_line,
+                    "line_count": len(c.lines),
+                    "text_z": zlib.compress("\n".join(c.lines).encode("utf-8", "surrogatepass"), 6),
+                    "marks": {str(k): list(v) for k, v in c.marks.items()},
+                }
+                for c in snapshot.chunks
+            ],
+        )
