@@ -44,9 +44,10 @@ from app.analysis.mustrun import passing_states
 from app.analysis.pipeline import analyze
 from app.analysis.source import parse_program
 from app.history.packed import pack_trace, packable, unpack_trace
-from app.history.rank import HistoryRun
+from app.history.rank import HistoryRun, Values
 from app.history.records import RunRecord, env_fingerprint
 from app.history.signatures import Run, classify, err_sig, first_bad_version, is_flaky
+from app.history.values import value_tuples
 from app.history.versions import content_hash, version_id
 from app.service.store import Base, ScriptRow, Store, _aware, _iso, _pack, _unpack, utcnow
 
@@ -122,17 +123,22 @@ class RunRow(Base):
     # or as JSON where it does not pack exactly (and in rows written before 0005 that failed to).
     trace_z: Mapped[bytes | None] = mapped_column(LargeBinary)
     trace: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
+    # what its log statements printed, path -> line -> value tuples (app.history.values); 0007
+    log_values: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
-def _facts(record: RunRecord) -> tuple[str | None, str | None, dict[str, Any] | None]:
-    """(err_sig, error message, estimated trace) from the run's log and scripts.
+Facts = tuple[str | None, str | None, dict[str, Any] | None, dict[str, Any] | None]
+
+
+def _facts(record: RunRecord) -> Facts:
+    """(err_sig, error message, estimated trace, printed values) from the run's log and scripts.
 
     A pass without a log (CI results files record passes so) still ran its test to the normal
     end: its trace is the test's must-run lines, the rest doubtful (``_pass_trace``).
     """
     if not record.log:
-        return None, None, _pass_trace(record) if record.verdict == "pass" else None
+        return None, None, _pass_trace(record) if record.verdict == "pass" else None, None
     failed = record.verdict in ("fail", "error")
     if record.scripts:
         try:
@@ -155,24 +161,44 @@ def _facts(record: RunRecord) -> tuple[str | None, str | None, dict[str, Any] | 
                     else:
                         states["N"].append(n)
                 trace[f.path] = states
+            printed = _values_json(value_tuples(analysis))
             if not failed:
-                return None, None, trace
+                return None, None, trace, printed
             frame = analysis.error_frames[-1] if analysis.error_frames else None
             code = None
             if frame is not None:
                 lines = next(f.lines for f in analysis.program.files if f.path == frame.path)
                 code = lines[frame.line - 1] if 0 < frame.line <= len(lines) else None
             message = analysis.log.error_message
-            return err_sig(message, frame.function if frame else None, code), message[:2000], trace
+            sig = err_sig(message, frame.function if frame else None, code)
+            return sig, message[:2000], trace, printed
     if not failed:
-        return None, None, None
+        return None, None, None, None
     parsed = parse_log(record.log)
     frame = parsed.frames[-1] if parsed.frames else None
     return (
         err_sig(parsed.error_message, frame.function if frame else None, frame.code if frame else None),
         parsed.error_message[:2000],
         None,
+        None,
     )
+
+
+def _values_json(values: Values) -> dict[str, Any] | None:
+    """Printed values as JSON (path -> line -> sorted tuples); None when nothing was printed."""
+    out: dict[str, dict[str, list[list[str]]]] = {}
+    for loc, tuples in sorted(values.items()):
+        out.setdefault(loc.path, {})[str(loc.line)] = [list(t) for t in sorted(tuples)]
+    return out or None
+
+
+def _values_of(data: dict[str, Any] | None) -> Values:
+    """The stored JSON back as the ranker reads it (``HistoryRun.values``)."""
+    return {
+        Loc(path, int(line)): frozenset(tuple(t) for t in tuples)
+        for path, lines in (data or {}).items()
+        for line, tuples in lines.items()
+    }
 
 
 def _pass_trace(record: RunRecord) -> dict[str, Any] | None:
@@ -238,7 +264,7 @@ class HistoryStore:
         and finds the winner's row.
         """
         identities = [r.identity() for r in records]
-        facts: dict[str, tuple[str | None, str | None, dict[str, Any] | None]] = {}
+        facts: dict[str, Facts] = {}
         for attempt in (1, 2):
             known = self._known(identities)
             for record, identity in zip(records, identities, strict=True):
@@ -278,7 +304,7 @@ class HistoryStore:
         records: Sequence[RunRecord],
         identities: Sequence[str],
         known: dict[str, dict[str, Any]],
-        facts: dict[str, tuple[str | None, str | None, dict[str, Any] | None]],
+        facts: dict[str, Facts],
     ) -> dict[str, dict[str, Any]]:
         created: dict[str, dict[str, Any]] = {}
         tests: dict[str, TestRow] = {}
@@ -287,7 +313,7 @@ class HistoryStore:
             for record, identity in zip(records, identities, strict=True):
                 if identity in known or identity in created:
                     continue
-                sig, message, trace = facts[identity]
+                sig, message, trace, printed = facts[identity]
                 test = tests.get(record.key.key) or self._test(session, record)
                 tests[record.key.key] = test
                 vkey = version_id({s.path: s.content for s in record.scripts}) if record.scripts else ""
@@ -312,6 +338,7 @@ class HistoryStore:
                     error_message=message,
                     trace_z=pack_trace(trace) if packed and trace is not None else None,
                     trace=None if packed else trace,
+                    log_values=printed,
                     created_at=utcnow(),
                 )
                 session.add(row)
@@ -621,7 +648,16 @@ class HistoryStore:
             }
             apart = max(0, last - order.index(r.version_id))
             out.append(
-                HistoryRun(r.verdict, files[r.version_id], states, r.env_fp, r.err_sig, apart, same_test=same)
+                HistoryRun(
+                    r.verdict,
+                    files[r.version_id],
+                    states,
+                    r.env_fp,
+                    r.err_sig,
+                    apart,
+                    same_test=same,
+                    values=_values_of(r.log_values),
+                )
             )
         return out
 
@@ -666,6 +702,7 @@ def _traced_runs(test_id: int) -> Any:
             RunRow.started_at,
             RunRow.trace_z,
             RunRow.trace,
+            RunRow.log_values,
         )
         .where(
             RunRow.test_id == test_id,

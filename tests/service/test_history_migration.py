@@ -1,4 +1,4 @@
-"""Migrations 0005 and 0006 on databases that already hold history, on SQLite files and PostgreSQL schemas."""
+"""Migrations 0005 to 0007 on databases that already hold history, on SQLite files and PostgreSQL schemas."""
 
 from __future__ import annotations
 
@@ -13,12 +13,14 @@ from alembic.migration import MigrationContext
 from sqlalchemy.orm import Session
 
 from app.analysis.model import Loc, State
+from app.history.records import parse_run
 from app.history.versions import content_hash, version_id
 from app.service.history_store import HistoryStore, signature_runs
 from app.service.store import MIGRATIONS_DIR, Base, Store
 
 BEFORE = "0003_snapshots"
 SCRIPT = "def test_a():\n    x = 1\n    assert x == 2\n"
+PRINTING = "def test_a():\n    x = 2\n    print('x is', x)\n    assert x == 2\n"
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 TRACES: list[Any] = [
     {"t.py": {"E": [1, 2, 3], "N": [], "D": []}},  # what 0004's store wrote: packed on upgrade
@@ -161,5 +163,41 @@ def test_0006_indexes_the_failures_of_a_filled_store_and_downgrade_restores_the_
         with store.engine.connect() as conn:
             sigs = conn.execute(sa.select(_runs.c.err_sig).order_by(_runs.c.id)).scalars().all()
         assert sigs == ["sig", None, None]
+    finally:
+        store.close()
+
+
+def test_0007_adds_printed_values_to_a_filled_store_and_downgrade_drops_them(database_url: str) -> None:
+    store = Store.open(database_url, run_migrations=False)
+    try:
+        _migrate(store, "0006_signature_scale")
+        _fill(store)
+        if store.engine.dialect.name == "postgresql":  # _fill wrote explicit ids: move the sequence on
+            with store.engine.begin() as conn:
+                conn.execute(sa.text("SELECT setval(pg_get_serial_sequence('runs', 'id'), 3)"))
+        _migrate(store, "0007_run_values")
+        history = HistoryStore(store)
+        runs = history.history_runs("t.py::test_a")
+        assert runs and all(r.values == {} for r in runs)  # rows stored before: the channel stays silent
+        (created,) = history.add_runs(
+            [
+                parse_run(
+                    {
+                        "test_id": "t.py::test_a",
+                        "verdict": "pass",
+                        "started_at": "2026-01-02T00:00:00Z",
+                        "scripts": [{"path": "t.py", "content": PRINTING}],
+                        "log": "x is 2\n",
+                    }
+                )
+            ]
+        )
+        newest = history.history_runs("t.py::test_a")[-1]
+        assert newest.values == {Loc("t.py", 3): frozenset({("2",)})}
+        _migrate(store, "0006_signature_scale", down=True)
+        with store.engine.connect() as conn:
+            columns = {c["name"] for c in sa.inspect(conn).get_columns("runs")}
+            ids = conn.execute(sa.select(_runs.c.id).order_by(_runs.c.id)).scalars().all()
+        assert "log_values" not in columns and ids == [1, 2, 3, created["run_id"]]
     finally:
         store.close()

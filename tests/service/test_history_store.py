@@ -7,7 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from app.analysis.model import State
+from app.analysis.model import Loc, Script, State
+from app.analysis.pipeline import analyze
+from app.history.rank import line_channels, map_runs, target_of
 from app.history.records import RunRecord, parse_run
 from app.service.history_store import SIGNATURE_KEYS, HistoryStore, signature_runs
 from app.service.store import Store
@@ -18,6 +20,27 @@ FAIL_LOG = """Traceback (most recent call last):
   File "/ci/tests/test_answer.py", line 7, in test_answer
     assert value == 42
 AssertionError: assert 41 == 42
+"""
+VALUE_SCRIPT = """import time
+
+
+def make(n):
+    return n * 2
+
+
+def test_value():
+    a = make(3)
+    b = make(5)
+    print("a is", a, "at", time.time())
+    print("b is", b)
+    assert a + b == 14
+"""
+VALUE_FAIL_LOG = """a is 6 at 1700000001.5
+b is 10
+Traceback (most recent call last):
+  File "/ci/tests/test_value.py", line 13, in test_value
+    assert a + b == 14
+AssertionError
 """
 
 
@@ -242,3 +265,24 @@ def test_a_pass_without_a_log_counts_with_its_must_run_trace(history: HistorySto
     executed = sorted(loc.line for loc, state in runs[0].states.items() if state == State.EXE)
     assert executed == [1, 2, 5, 6, 7]  # the test, and the helper it surely called
     assert history.history_runs("tests/test_answer.py::test_missing") == []  # no such function: no trace
+
+
+def test_stored_runs_keep_their_printed_values_for_the_values_channel(history: HistoryStore) -> None:
+    """What a pass's log statements printed comes back with the run, so the ranker's values channel speaks."""
+    path, key = "tests/test_value.py", "tests/test_value.py::test_value"
+    runs = [
+        {
+            **record(n, "pass", VALUE_SCRIPT),
+            "test_id": key,
+            "scripts": [{"path": path, "content": VALUE_SCRIPT}],
+            "log": f"a is 6 at {n}.5\nb is 8\n",
+        }
+        for n in range(3)
+    ]
+    history.add_runs([parse_run(r) for r in runs])
+    stored = history.history_runs(key, limit=10)
+    assert [r.values[Loc(path, 12)] for r in stored] == [frozenset({("8",)})] * 3
+    assert stored[0].values[Loc(path, 11)] == frozenset({("6", "0.5")})
+    failure = analyze([Script(path, VALUE_SCRIPT)], VALUE_FAIL_LOG)
+    target = target_of(failure)
+    assert line_channels(target, map_runs(target, stored))["values"][Loc(path, 10)] == 1.0  # b's assignment
