@@ -11,8 +11,8 @@ import re
 from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cache
-from itertools import chain, filterfalse, islice, repeat
-from operator import is_not, sub
+from itertools import chain, compress, filterfalse, islice, repeat
+from operator import is_not, not_, sub
 from typing import Any, NamedTuple, Protocol
 
 # --------------------------------------------------------------------------------------------
@@ -531,8 +531,10 @@ def _detect_text(text: str, bounds: Sequence[int], n: int) -> int | None:
     """``_detect`` over the ``n`` lines of ``text`` (line i is ``text[bounds[i]:bounds[i+1]-1]``).
 
     The same answer for less matching: a likely winner (the best on the first lines) is counted
-    first, then every other format only until it can no longer beat the best so far. On a
-    prefixed log most formats stop after a few dozen lines instead of running over the sample.
+    first, then every other format only until it can no longer beat the best so far. The others
+    are tried first on the lines the likely winner missed: a format that misses those too can at
+    best tie it, so a rival matching the same lines (CI timestamps and a timed live log) stops
+    there instead of running over the sample, and a format matching nothing stops soon after.
     """
     sample = _head_sample(text, bounds, n)
     size = len(sample)
@@ -540,15 +542,26 @@ def _detect_text(text: str, bounds: Sequence[int], n: int) -> int | None:
     counts = [_matching(_single(i).match, head) for i in _ALL]
     scores = [0] * len(_FORMATS)
     likely = _best(counts)
-    order = _ALL if likely is None else (likely, *(i for i in _ALL if i != likely))
     best, best_score = None, 0
-    for i in order:
+    fits = b""  # past the head: 1 where the likely winner matched (a byte a line, for peak memory)
+    missed: list[str] = []
+    if likely is not None:
+        fits = bytes(map(is_not, map(_single(likely).match, islice(sample, _HEAD, None)), repeat(None)))
+        missed = list(compress(islice(sample, _HEAD, None), map(not_, fits)))
+        best, best_score = likely, counts[likely] + len(fits) - len(missed)
+        scores[likely] = best_score
+    for i in _ALL:
+        if i == likely:
+            continue
         # ties go to the earlier format: a later one must beat the best, an earlier one match it
         need = max(best_score + (best is not None and i > best), 1)
         got, pos, step = counts[i], len(head), _HEAD
+        rest = islice(sample, _HEAD, None)
+        if likely is not None:
+            rest = chain(missed, compress(rest, fits))
         match = _single(i).match
         while pos < size and got + size - pos >= need:
-            got += _matching(match, islice(sample, pos, pos + step))
+            got += _matching(match, islice(rest, step))
             pos += step
             step *= 2
         if pos >= size and got >= need:
