@@ -14,7 +14,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from sqlalchemy import (
     JSON,
@@ -50,6 +50,9 @@ from app.history.signatures import Run, classify, err_sig, first_bad_version, is
 from app.history.values import value_tuples
 from app.history.versions import content_hash, version_id
 from app.service.store import Base, ScriptRow, Store, _aware, _iso, _pack, _unpack, utcnow
+
+if TYPE_CHECKING:
+    from app.ingest.resolve import Checkout
 
 RETENTION_DAYS = 180
 RETENTION_RUNS = 500
@@ -802,13 +805,18 @@ def _retention_doomed(keep_runs: int, cutoff: datetime) -> Any:
     )
 
 
-def records_from_ci(report: Any, source: str, *, now: datetime | None = None) -> list[RunRecord]:
+def records_from_ci(
+    report: Any, source: str, *, now: datetime | None = None, checkout: Checkout | None = None
+) -> list[RunRecord]:
     """Every test run of an ingested CI results file (passes too) as history records.
 
     Results files carry no job link, so a run's identity is the file's name and the run's own
-    content: ingesting the same file twice records its runs once.
+    content: ingesting the same file twice records its runs once. A failure carries the scripts it
+    was triaged with; given the ``checkout``, a pass gets its
+    scripts by the same resolution, so it is stored with a version and counts by its must-run lines.
     """
     from app.history.records import parse_test_id
+    from app.ingest.resolve import find_scripts
 
     results = getattr(report, "results", None)
     if results is None:
@@ -829,7 +837,10 @@ def records_from_ci(report: Any, source: str, *, now: datetime | None = None) ->
                 started_at=started,
                 job_url=f"ingest:{hashlib.sha256(basis.encode('utf-8')).hexdigest()[:32]}",
                 pipeline=source or None,
-                scripts=tuple(sources.get(run.test_id, ())),
+                scripts=tuple(
+                    sources.get(run.test_id)
+                    or (find_scripts(run, checkout)[0] if checkout is not None and verdict == "pass" else ())
+                ),
                 log=run.log or None,
             )
         )

@@ -202,3 +202,58 @@ def test_the_dashboard_lists_the_run_with_links_to_each_triage(
     assert api.get("/ingests/999999").status_code == 404
     moved = api.get(f"/runs/{report['id']}", follow_redirects=False)  # the page's old address
     assert moved.status_code == 308 and moved.headers["location"] == report["dashboard"]
+
+
+def _junit_passing(junit: bytes, test: str) -> str:
+    """The job's JUnit XML with ``test`` passing: its failure element dropped, the rest as pytest wrote it."""
+    from xml.etree.ElementTree import fromstring, tostring
+
+    root = fromstring(junit)
+    for case in root.iter("testcase"):
+        failure = case.find("failure")
+        if case.get("name") == test and failure is not None:
+            case.remove(failure)
+    return tostring(root, encoding="unicode")
+
+
+def _spectrum(api: httpx.Client, test: str) -> dict:
+    from app.history.records import parse_test_id
+
+    key = parse_test_id(f"test_links.TestLinks.{test}", "pytest")[0].key
+    page = api.get(f"/v1/tests/{key}/spectrum")
+    assert page.status_code == 200, page.text
+    return page.json()
+
+
+def test_passes_are_stored_with_their_scripts_and_count_in_the_spectrum(
+    api: httpx.Client, py_results: PytestRun
+) -> None:
+    junit = py_results.junit.read_bytes()
+    for name, content in (
+        ("spectrum-fail.xml", junit.decode()),
+        ("spectrum-pass.xml", _junit_passing(junit, "test_link_speed")),
+    ):
+        body = {"results": {"name": name, "content": content}, "scripts": _scripts(), "ranker": "heuristic"}
+        report = api.post("/v1/ingest", json=body).json()
+        assert not any("passing test" in w for w in report["warnings"]), report["warnings"]
+    # the pass in the job beside the failures, by its must-run lines
+    known = _spectrum(api, "test_ports_known")
+    assert known["passing_runs"] >= 1 and known["failing_runs"] == 0
+    assert any(e["ep"] > 0 for e in known["elements"])
+    # one test passing in one job and failing in another: both runs on the same script version
+    speed = _spectrum(api, "test_link_speed")
+    assert speed["passing_runs"] >= 1 and speed["failing_runs"] >= 1
+    assert any(e["ep"] > 0 and e["ef"] > 0 for e in speed["elements"])
+
+
+def test_a_pass_without_its_script_is_counted_in_the_warnings(
+    api: httpx.Client, py_results: PytestRun
+) -> None:
+    body = {
+        "results": {"name": "noscripts.xml", "content": py_results.junit.read_text()},
+        "ranker": "heuristic",
+    }
+    report = api.post("/v1/ingest", json=body).json()
+    assert "1 passing test(s) had no script found in the checkout" in " ".join(report["warnings"])
+    stored = api.get(f"/v1/ingests/{report['id']}").json()
+    assert stored["warnings"] == report["warnings"]

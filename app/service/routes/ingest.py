@@ -25,6 +25,7 @@ from starlette.datastructures import UploadFile
 
 from app.ci import CiReport, triage_results
 from app.emit import FORMATS, emit
+from app.history.records import RunRecord
 from app.ingest import FORMATS as RESULT_FORMATS
 from app.ingest import IngestError, Results, merge, parse_bytes, read_folder
 from app.ingest.archive import extract, is_archive, safe_name
@@ -34,6 +35,7 @@ from app.service.ci_runs import CiRunStore
 from app.service.dashboard.auth import KeyedRoute
 from app.service.dashboard.pages import render
 from app.service.deps import Runtime, RuntimeDep
+from app.service.history_store import HistoryStore, records_from_ci
 from app.service.routes.triage import ERRORS, MAX_ID
 from app.service.store import Submission
 from app.service.views import triage_view
@@ -161,7 +163,11 @@ async def ingest(
             max_files=runtime.settings.max_files_per_case,
             max_log_bytes=runtime.settings.max_log_bytes,
         )
-    report, run_id = await asyncio.to_thread(_store, runtime, report, options, str(fields.get("name") or ""))
+        source = str(fields.get("name") or "")
+        # passes take their scripts from the checkout, which lives only as long as the work folder
+        records = await asyncio.to_thread(_records, report, source, checkout)
+    report = _count_unresolved(report, records)
+    report, run_id = await asyncio.to_thread(_store, runtime, report, options, source, records)
     if out_format == "json":
         body = report.to_dict()
         body["id"] = run_id
@@ -357,7 +363,32 @@ def _root(checkout: Path, root: Any) -> Path:
     return folder
 
 
-def _store(runtime: Runtime, report: CiReport, options: TriageOptions, source: str) -> tuple[CiReport, int]:
+def _records(report: CiReport, source: str, checkout: Checkout) -> list[RunRecord]:
+    """The history records, passes with their scripts; a resolution error never fails the ingest."""
+    try:
+        return records_from_ci(report, source, checkout=checkout)
+    except Exception:
+        log.exception("passing runs' scripts not resolved; recorded without them")
+        return records_from_ci(report, source)
+
+
+def _count_unresolved(report: CiReport, records: list[RunRecord]) -> CiReport:
+    """A pass whose script is not found is stored without a trace, never counted in spectra: say so."""
+    from dataclasses import replace
+
+    missing = sum(1 for r in records if r.verdict == "pass" and not r.scripts)
+    if not missing:
+        return report
+    warning = (
+        f"{missing} passing test(s) had no script found in the checkout; "
+        "recorded in the CI history without a trace"
+    )
+    return replace(report, warnings=(*report.warnings, warning))
+
+
+def _store(
+    runtime: Runtime, report: CiReport, options: TriageOptions, source: str, records: list[RunRecord]
+) -> tuple[CiReport, int]:
     """Each triage as an ordinary stored triage labelled with its test id, then the run that lists them."""
     from dataclasses import replace
 
@@ -377,15 +408,13 @@ def _store(runtime: Runtime, report: CiReport, options: TriageOptions, source: s
     run_id = CiRunStore(runtime.store.engine).create(
         report.format, source, {k: body[k] for k in ("summary", "groups", "warnings")}, body["tests"]
     )
-    _record_history(runtime, report, source)
+    _record_history(runtime, records)
     return report, run_id
 
 
-def _record_history(runtime: Runtime, report: CiReport, source: str) -> None:
+def _record_history(runtime: Runtime, records: list[RunRecord]) -> None:
     """Every test's run, passes too, goes to the CI history; a failure here never fails the ingest."""
-    from app.service.history_store import HistoryStore, records_from_ci
-
     try:
-        HistoryStore(runtime.store).add_runs(records_from_ci(report, source))
+        HistoryStore(runtime.store).add_runs(records)
     except Exception:
         log.exception("ingested runs not recorded in the CI history")
