@@ -228,7 +228,7 @@ def line_channels(
     traces = run_traces(used)
     traces.append(RunTrace("fail", target.states))
     ran = sorted(_ran(target.states))
-    counts = spectrum(traces, ran)
+    counts = spectrum(traces, ran, failure=target.states)
     out: dict[str, dict[Loc, float]] = {"ochiai": scores(counts, "ochiai"), "dstar": scores(counts, "dstar")}
     cp_runs = [
         CPRun(r.verdict, block_states(r.states, target.block_lines), r.weight, flaky=r.flaky) for r in used

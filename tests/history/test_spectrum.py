@@ -47,6 +47,18 @@ def test_counts_follow_the_default_state_weights() -> None:
     assert counts[C] == Counts(aef=1, anf=1, aep=2, anp=0)
 
 
+def test_a_pass_doubts_a_line_the_failure_doubts_at_least_as_much() -> None:
+    # B: doubtful in the failure and in both passes; A: the fault, executed everywhere it ran
+    history = [RunTrace("pass", {A: E, B: D}), RunTrace("pass", {A: E, B: D}), RunTrace("fail", {A: E, B: D})]
+    failure = {A: E, B: D}
+    counts = spectrum(history, [A, B], failure=failure)
+    assert counts[B] == Counts(aef=1, anf=0, aep=2, anp=0)  # the passes' doubt counts as the failure's
+    assert ochiai(counts[B]) == ochiai(counts[A])  # no longer above the certainly executed line
+    # without the failure's states (or where the failure executed the line) passes' doubt stays at half
+    assert spectrum(history, [B])[B] == Counts(aef=1, anf=0, aep=1, anp=1)
+    assert spectrum(history, [B], failure={B: E})[B] == Counts(aef=1, anf=0, aep=1, anp=1)
+
+
 def test_run_weight_scales_its_row() -> None:
     counts = spectrum([RunTrace("fail", {A: E}, weight=0.5), RunTrace("pass", {A: N}, weight=0.25)], [A])
     assert counts[A] == Counts(aef=0.5, anf=0, aep=0, anp=0.25)
