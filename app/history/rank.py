@@ -63,6 +63,7 @@ class Target:
     exits: frozenset[int]  # the innermost frame's block: where the failing run stopped
     values: Values = field(default_factory=dict)
     functions: Mapping[Loc, tuple[int, int]] = field(default_factory=dict)  # log statement -> its function
+    test_lines: frozenset[Loc] = frozenset()  # the failing test method's own lines
 
     def with_states(self, states: Mapping[Loc, State]) -> Target:
         return replace(self, states=states)
@@ -116,6 +117,14 @@ def target_of(analysis: Analysis, states: Mapping[Loc, State] | None = None) -> 
             b.bid for b in analysis.blocks if b.path == last.path and b.start_line <= last.line <= b.end_line
         )
     spans = {f.fid: (f.start_line, f.end_line) for f in analysis.program.functions if f.kind != "module"}
+    test_lines = frozenset(
+        Loc(f.path, n)
+        for f in analysis.program.functions
+        if f.kind != "module"
+        and f.name.startswith("test")
+        and any(fr.path == f.path and f.start_line <= fr.line <= f.end_line for fr in analysis.error_frames)
+        for n in range(f.start_line, f.end_line + 1)
+    )
     functions = {}
     for statement in analysis.log_statements:
         if statement.sid is not None:
@@ -130,6 +139,7 @@ def target_of(analysis: Analysis, states: Mapping[Loc, State] | None = None) -> 
         exits,
         value_tuples(analysis),
         functions,
+        test_lines,
     )
 
 
@@ -162,6 +172,8 @@ def map_runs(target: Target, history: Sequence[HistoryRun]) -> list[MappedRun]:
                     values[Loc(loc.path, line)] = printed
             seen[memo] = (version_id(h.files), map_states(h.states, lmaps), values)
         version, states, values = seen[memo]
+        if not h.same_test and target.test_lines:
+            states = _not_in_test(states, target.test_lines)
         run = Run(h.verdict, version, h.env, h.err_sig)
         flaky = h.same_test and h.verdict in FAILING and is_flaky(prior, run)
         if h.same_test:
@@ -172,6 +184,19 @@ def map_runs(target: Target, history: Sequence[HistoryRun]) -> list[MappedRun]:
             )
         )
     return out
+
+
+def _not_in_test(states: Mapping[Loc, State], test_lines: frozenset[Loc]) -> dict[Loc, State]:
+    """A sibling test's run, with the failing test method's doubtful lines as not executed.
+
+    A test runner calls each test method for its own test only, so another test's run did not
+    execute this one's body; left doubtful there, those lines counted as half-run passes against
+    the fault.
+    """
+    return {
+        loc: State.NEXE if loc in test_lines and s in (State.DBT, State.UNKNOWN) else s
+        for loc, s in states.items()
+    }
 
 
 def _ran(states: Mapping[Loc, State]) -> frozenset[Loc]:

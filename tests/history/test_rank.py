@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.analysis.model import Loc, Script
+from app.analysis.model import Loc, Script, State
 from app.analysis.pipeline import analyze
 from app.analysis.render import render
 from app.history.fusion import Sample, fit
@@ -84,6 +84,18 @@ def test_passes_of_the_old_version_point_at_the_edited_line() -> None:
     assert {Channel.SPECTRUM, Channel.DIFF} <= channels
     assert all(e.path == PATH and e.line == 7 for e in ranking.evidence[faulty])
     assert ranking.fused[faulty].posterior > ranking.fused[static[0]].posterior
+
+
+def test_a_sibling_tests_run_did_not_execute_the_failing_tests_body() -> None:
+    analysis, _, _ = setup()
+    target = target_of(analysis)
+    doubtful = {loc: State.DBT for loc in line_states(analysis)}
+    sibling = HistoryRun("pass", {PATH: NEW}, doubtful, same_test=False)
+    own = HistoryRun("pass", {PATH: NEW}, doubtful)
+    theirs, mine = (r.states for r in map_runs(target, [sibling, own]))
+    assert theirs[Loc(PATH, 6)] == State.NEXE and theirs[Loc(PATH, 10)] == State.NEXE  # test_value's body
+    assert theirs[Loc(PATH, 2)] == State.DBT  # the shared helper may have run
+    assert mine[Loc(PATH, 6)] == State.DBT  # the test's own run keeps its doubt
 
 
 def test_line_states_cover_every_code_line() -> None:
