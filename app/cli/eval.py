@@ -77,6 +77,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="FILE",
         help="with --history-lengths: write the fusion calibration learned on the calibration half",
     )
+    parser.add_argument(
+        "--passing-logs",
+        choices=("keep", "drop", "must-run"),
+        default="keep",
+        help="with --history-lengths: passes keep their logs (default), or lose them as in CI results files,"
+        " counting for nothing (drop) or by their test's must-run lines (must-run)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -101,12 +108,15 @@ def run_history(args: argparse.Namespace) -> int:
 
     started = time.perf_counter()
     try:
-        report = evaluate_history(Path(args.cases), lengths, seed=args.seed, progress=progress)
+        report = evaluate_history(
+            Path(args.cases), lengths, seed=args.seed, progress=progress, passing_logs=args.passing_logs
+        )
     except FileNotFoundError as exc:
         raise UsageError(str(exc)) from exc
     if report["cases"] == 0:
         raise UsageError(f"no case in the history corpus {args.cases}")
     report["seconds"] = round(time.perf_counter() - started, 1)
+    report["passing_logs"] = args.passing_logs
     calibration = report.pop("calibration")
     text = json.dumps(report, indent=1)
     for target, body in ((args.out, text), (args.write_calibration, json.dumps(calibration, indent=1))):

@@ -112,3 +112,23 @@ def test_passes_without_logs_are_simulated_dropped_or_must_run(report: dict) -> 
     assert all(0.0 <= hit <= 1.0 for hit in spectrum)
     with pytest.raises(ValueError):
         evaluate_history(CORPUS, (3,), passing_logs="sometimes")
+
+
+def _eval_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "app.cli", "eval", str(CORPUS), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_cli_simulates_passes_without_logs() -> None:
+    """The must-run measurement is reproducible from the command line, and the mode is in the report."""
+    done = _eval_cli("--history-lengths", "3", "--passing-logs", "drop", "--json", "--quiet")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert data["passing_logs"] == "drop"
+    assert data["history"] == evaluate_history(CORPUS, (3,), passing_logs="drop")["history"]
+    bad = _eval_cli("--history-lengths", "3", "--passing-logs", "x")
+    assert bad.returncode == 2 and "--passing-logs" in bad.stderr
