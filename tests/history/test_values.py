@@ -6,29 +6,7 @@ from app.analysis.model import Loc, Script
 from app.analysis.pipeline import analyze
 from app.history.rank import HistoryRun, line_channels, line_states, map_runs, target_of
 from app.history.values import divergent, dynamic_parts, value_tuples
-
-SCRIPT = """import time
-
-
-def make(n):
-    return n * 2
-
-
-def test_value():
-    a = make(3)
-    b = make(5)
-    print("a is", a, "at", time.time())
-    print("b is", b)
-    assert a + b == 14
-"""
-PATH = "tests/test_value.py"
-FAIL_LOG = """a is 6 at 1700000001.5
-b is 10
-Traceback (most recent call last):
-  File "/ci/tests/test_value.py", line 13, in test_value
-    assert a + b == 14
-AssertionError
-"""
+from tests.support.value_script import FAIL_LOG, PATH, SCRIPT
 
 
 def _pass_log(stamp: str) -> str:

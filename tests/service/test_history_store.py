@@ -13,6 +13,8 @@ from app.history.rank import line_channels, map_runs, target_of
 from app.history.records import RunRecord, parse_run
 from app.service.history_store import SIGNATURE_KEYS, HistoryStore, signature_runs
 from app.service.store import Store
+from tests.support.value_script import FAIL_LOG as VALUE_FAIL_LOG
+from tests.support.value_script import SCRIPT as VALUE_SCRIPT
 
 V1 = "def helper():\n    return 41\n\n\ndef test_answer():\n    value = helper()\n    assert value == 42\n"
 V2 = V1.replace("return 41", "return 42")
@@ -20,27 +22,6 @@ FAIL_LOG = """Traceback (most recent call last):
   File "/ci/tests/test_answer.py", line 7, in test_answer
     assert value == 42
 AssertionError: assert 41 == 42
-"""
-VALUE_SCRIPT = """import time
-
-
-def make(n):
-    return n * 2
-
-
-def test_value():
-    a = make(3)
-    b = make(5)
-    print("a is", a, "at", time.time())
-    print("b is", b)
-    assert a + b == 14
-"""
-VALUE_FAIL_LOG = """a is 6 at 1700000001.5
-b is 10
-Traceback (most recent call last):
-  File "/ci/tests/test_value.py", line 13, in test_value
-    assert a + b == 14
-AssertionError
 """
 
 
