@@ -123,17 +123,15 @@ def _record(report: CiReport, checkout: Checkout, args: argparse.Namespace, url:
     history grows with each CI job; a database problem is a warning, never a lost report."""
     from dataclasses import replace
 
-    from app.ingest.resolve import find_scripts
     from app.service.history_store import HistoryStore, records_from_ci
     from app.service.store import Store, safe_url
 
-    records = []
-    runs = report.results.runs if report.results is not None else ()
-    for run, record in zip(runs, records_from_ci(report, ", ".join(args.results)), strict=True):
-        scripts = record.scripts or tuple(find_scripts(run, checkout)[0])
-        records.append(
-            replace(record, job_url=args.job_url or record.job_url, commit=args.commit, scripts=scripts)
+    records = [
+        replace(record, job_url=args.job_url or record.job_url, commit=args.commit)
+        for record in records_from_ci(
+            report, ", ".join(args.results), checkout=checkout, resolve_failures=True
         )
+    ]
     try:
         store = Store.open(url)
         try:

@@ -806,14 +806,21 @@ def _retention_doomed(keep_runs: int, cutoff: datetime) -> Any:
 
 
 def records_from_ci(
-    report: Any, source: str, *, now: datetime | None = None, checkout: Checkout | None = None
+    report: Any,
+    source: str,
+    *,
+    now: datetime | None = None,
+    checkout: Checkout | None = None,
+    resolve_failures: bool = False,
 ) -> list[RunRecord]:
     """Every test run of an ingested CI results file (passes too) as history records.
 
     Results files carry no job link, so a run's identity is the file's name and the run's own
     content: ingesting the same file twice records its runs once. A failure carries the scripts it
     was triaged with; given the ``checkout``, a pass gets its
-    scripts by the same resolution, so it is stored with a version and counts by its must-run lines.
+    scripts by the same resolution, so it is stored with a version and counts by its must-run lines
+    (and, with ``resolve_failures``, so does a failure that was not triaged: the CLI reads a local
+    checkout, where that costs nothing and risks nothing).
     """
     from app.history.records import parse_test_id
     from app.ingest.resolve import find_scripts
@@ -839,7 +846,11 @@ def records_from_ci(
                 pipeline=source or None,
                 scripts=tuple(
                     sources.get(run.test_id)
-                    or (find_scripts(run, checkout)[0] if checkout is not None and verdict == "pass" else ())
+                    or (
+                        find_scripts(run, checkout)[0]
+                        if checkout is not None and (verdict == "pass" or resolve_failures)
+                        else ()
+                    )
                 ),
                 log=run.log or None,
             )
