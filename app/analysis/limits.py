@@ -70,15 +70,6 @@ def check_text(scripts: Sequence[Script], log: str, limits: CostLimits) -> None:
         )
 
 
-def check_case(scripts: Sequence[Script], log: str, limits: CostLimits) -> None:
-    """Every limit, parsing the scripts (callers that parse anyway check their own trees)."""
-    from app.analysis.source import normalize_newlines, parse_tree
-
-    check_text(scripts, log, limits)
-    for script in scripts:
-        check_tree(script.path, parse_tree(normalize_newlines(script.content)), limits)
-
-
 def check_tree(path: str, tree: Tree, limits: CostLimits) -> None:
     """Nesting, statements and branches of one parsed script; one iterative pass over the tree."""
     cursor = tree.walk()

@@ -9,7 +9,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from app.analysis.limits import CostLimits, InputTooCostly, check_case
+from app.analysis.limits import CostLimits, InputTooCostly
 from app.analysis.model import Script
 from app.analysis.render import LEVELS
 from app.cli import EXIT_NO_EVIDENCE, EXIT_OK, UsageError
@@ -338,11 +338,9 @@ async def _triage(
 
             from app.history.surface import HistoryChoice, triage_with_history
 
-            if limits is not None:  # the history path parses on its own
-                check_case(scripts, log, limits)
             choice = HistoryChoice("auto", options.history_window, options.history_k)
             result, _, section = await asyncio.to_thread(
-                triage_with_history, scripts, log, options, history, choice
+                triage_with_history, scripts, log, options, history, choice, limits
             )
             return result, section
         return await triage(scripts, log, options, client=client, limits=limits), None

@@ -221,12 +221,18 @@ def _finite(value: float) -> float | None:
 
 
 def triage_with_history(
-    scripts: Sequence[Any], log: str, options: Any, history: Sequence[HistoryRun], choice: HistoryChoice
+    scripts: Sequence[Any],
+    log: str,
+    options: Any,
+    history: Sequence[HistoryRun],
+    choice: HistoryChoice,
+    limits: Any = None,
 ) -> tuple[Any, Any, dict[str, Any]]:
     """The history ranker's triage of one failure: (TriageResult, its RankRequest, history section).
 
     No model is asked: the history ranker maps every run of the window and picks the passes
     (``choice.k``) itself, as the evaluation does, so flaky failures are judged on the whole window.
+    ``limits`` (CostLimits) are checked on the trees the analysis parses, as in any triage.
     """
     import asyncio
     import time
@@ -235,7 +241,8 @@ def triage_with_history(
     from app.triage import prepare, rank
 
     started = time.perf_counter()
-    request = prepare(scripts, log, replace(options, ranker="history", history_k=choice.k), explain=True)
+    options = replace(options, ranker="history", history_k=choice.k)
+    request = prepare(scripts, log, options, explain=True, limits=limits)
     used = select_runs(history, request.analysis, choice.k)
     result = asyncio.run(rank(replace(request, history=tuple(history)), client=None, started=started))
     files = {s.path: s.content for s in scripts}

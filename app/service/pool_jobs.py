@@ -13,9 +13,8 @@ from dataclasses import replace
 from typing import Any
 
 from app.analysis import snapshot
-from app.analysis.limits import CostLimits, check_text, check_tree
+from app.analysis.limits import CostLimits
 from app.analysis.model import Script
-from app.analysis.source import normalize_newlines, parse_tree
 from app.localize.result import TriageResult
 from app.options import TriageOptions
 from app.rankers import choose
@@ -64,9 +63,7 @@ def static_with_history(
     from app.history.surface import triage_with_history
 
     try:
-        if limits is not None:
-            check_cost(scripts, log, limits)
-        result, request, section = triage_with_history(scripts, log, options, history, choice)
+        result, request, section = triage_with_history(scripts, log, options, history, choice, limits)
         return result, snapshot.build(request.analysis, request.rendered, log), section
     finally:
         gc.collect()
@@ -83,9 +80,7 @@ def _static(
 ) -> tuple[TriageResult | RankRequest, RankRequest]:
     started = time.perf_counter()
     try:
-        if limits is not None:
-            check_cost(scripts, log, limits)
-        request = prepare(scripts, log, options, explain=explain)
+        request = prepare(scripts, log, options, explain=explain, limits=limits)
         if choose(request.options.ranker, model_configured=model_configured) != "llm" or not model_configured:
             return asyncio.run(rank(request, client=None, started=started)), request
         picks = HeuristicRanker.picks(request, 2 * request.options.k)  # enough to fill in after k
@@ -111,13 +106,6 @@ def warm_up() -> None:
     static_with_snapshot([script], log, options, CostLimits())
     gc.collect()
     gc.freeze()
-
-
-def check_cost(scripts: Sequence[Script], log: str, limits: CostLimits) -> None:
-    """Every cost limit of ``app.analysis.limits``; parsing is cheap next to the analysis it guards."""
-    check_text(scripts, log, limits)
-    for script in scripts:
-        check_tree(script.path, parse_tree(normalize_newlines(script.content)), limits)
 
 
 def ping() -> int:
