@@ -48,7 +48,8 @@ class Runtime:
         return "stopped" if self.worker_task.done() else "running"
 
 
-def get_runtime(request: Request) -> Runtime:
+async def get_runtime(request: Request) -> Runtime:
+    # async: FastAPI runs a plain ``def`` dependency in a thread, a hop per request for an attribute
     return request.app.state.runtime
 
 
@@ -69,7 +70,7 @@ def key_matches(given: str | None, keys: Sequence[str]) -> bool:
     return matched
 
 
-def require_api_key(
+async def require_api_key(
     runtime: RuntimeDep,
     api_key: Annotated[str | None, Security(_api_key)],
     bearer: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],

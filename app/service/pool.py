@@ -21,6 +21,7 @@ import signal
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
+from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -31,6 +32,7 @@ KILL_GRACE_S = 2.0
 LARGE_LANE_NICENESS = 10
 LARGE_SCRIPT_LINES = 2_000  # a case with more script lines, or a bigger log, takes the large lane
 LARGE_LOG_BYTES = 1_000_000
+INLINE_BYTES = 32 * 1024  # a job message this small is written on the event loop (the pipe holds 64 KiB)
 
 
 @dataclass(frozen=True)
@@ -232,15 +234,26 @@ class AnalysisPool:
         raise PoolUnavailable(f"the analysis failed: {payload}")
 
     async def _run_on(self, worker: _Worker, job: str, args: tuple[Any, ...]) -> tuple[str, Any]:
+        """Hand the job over and wait for its reply on the event loop.
+
+        A small job is written and its reply read on the loop itself: the worker is idle (its pipe
+        empty, the message fits the pipe's buffer) and answers in one write, so neither blocks; a
+        thread hop each way cost more than the I/O. Big messages and the large lane's replies go
+        through a thread, so that the loop never waits on a pipe.
+        """
         worker.jobs += 1
         loop = asyncio.get_running_loop()
+        fd = worker.conn.fileno()
         try:
-            os.set_blocking(worker.conn.fileno(), True)
-            await asyncio.to_thread(worker.conn.send, (job, args, self.limits.cpu_s))
+            os.set_blocking(fd, True)
+            message = bytes(ForkingPickler.dumps((job, args, self.limits.cpu_s)))
+            if len(message) <= INLINE_BYTES:
+                worker.conn.send_bytes(message)
+            else:
+                await asyncio.to_thread(worker.conn.send_bytes, message)
         except (OSError, EOFError, ValueError) as exc:
             raise PoolUnavailable(f"could not hand the job to an analysis worker: {exc}") from None
         ready = loop.create_future()
-        fd = worker.conn.fileno()
         loop.add_reader(fd, lambda: ready.done() or ready.set_result(None))
         try:
             await asyncio.wait_for(ready, self.limits.wall_s)
@@ -252,7 +265,10 @@ class AnalysisPool:
             loop.remove_reader(fd)
         try:
             os.set_blocking(fd, True)  # some loops (uvloop) leave a watched fd non-blocking
-            reply = await asyncio.to_thread(worker.conn.recv)
+            if worker.lane == "small":
+                reply = worker.conn.recv()
+            else:
+                reply = await asyncio.to_thread(worker.conn.recv)
         except (EOFError, OSError):
             raise self._death(worker) from None
         kind, payload, peak_kb = reply

@@ -5,10 +5,9 @@ Imported once by the pool's fork server, so a fresh worker starts with the analy
 
 from __future__ import annotations
 
-import asyncio
 import gc
 import time
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -82,12 +81,27 @@ def _static(
     try:
         request = prepare(scripts, log, options, explain=explain, limits=limits)
         if choose(request.options.ranker, model_configured=model_configured) != "llm" or not model_configured:
-            return asyncio.run(rank(request, client=None, started=started)), request
+            return _without_loop(rank(request, client=None, started=started)), request
         picks = HeuristicRanker.picks(request, 2 * request.options.k)  # enough to fill in after k
         analysis = replace(request.analysis, trees=())  # parse trees do not cross processes
         return replace(request, analysis=analysis, heuristic=(request.rendered, picks)), request
     finally:
         gc.collect()
+
+
+def _without_loop(work: Coroutine[Any, Any, TriageResult]) -> TriageResult:
+    """Run a ranking that does no I/O (no model client) to its end without an event loop.
+
+    ``asyncio.run`` builds and closes a loop per job, a fixed cost as large as a small case's
+    ranking; a coroutine that never waits finishes on its first step. One that does wait (a
+    ranker added later with I/O of its own) is a bug the error names.
+    """
+    try:
+        work.send(None)
+    except StopIteration as finished:
+        return finished.value
+    work.close()
+    raise RuntimeError("a ranking without a model client waited on I/O; rank it on an event loop")
 
 
 def warm_up() -> None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, delete, insert, select
+from sqlalchemy import Connection, bindparam, delete, insert, select
 
 from app.analysis.model import Script
 from app.service import tables
@@ -25,6 +25,17 @@ from app.service.tables import utcnow
 
 if TYPE_CHECKING:
     from app.analysis.snapshot import Snapshot
+
+# Statements built once and given their values as parameters: SQLAlchemy compiles each once
+# (its cache), where ``.values(...)`` built a new statement and coerced every value per call.
+_INSERT_REQUEST = insert(tables.triage_requests)
+_INSERT_REQUEST_SCRIPT = insert(tables.request_scripts)
+_INSERT_RESULT = insert(tables.results)
+_INSERT_SNAPSHOT = insert(tables.analysis_snapshots)
+_INSERT_CHUNK = insert(tables.log_chunks)
+_SCRIPT_IDS = select(tables.scripts.c.sha256, tables.scripts.c.id).where(
+    tables.scripts.c.sha256.in_(bindparam("hashes", expanding=True))
+)
 
 SNAPSHOT_KEY = "_snapshot"  # where a runner hands the snapshot to the store beside the result's data
 ERROR_TEXT_CHARS = 1000
@@ -112,7 +123,7 @@ def record_triage(conn: Connection, case: Submission, data: dict[str, Any]) -> S
     """A finished triage: its request (done), its result and its snapshot."""
     data, snapshot = split_snapshot(data)
     request_id, now = add_request(conn, case, "done")
-    conn.execute(insert(tables.results).values(request_id=request_id, data=data))
+    conn.execute(_INSERT_RESULT, {"request_id": request_id, "data": data})
     write_snapshot(conn, request_id, snapshot, data, replace=False)
     return StoredTriage(
         id=request_id,
@@ -138,21 +149,22 @@ def add_request(
     now = utcnow()
     request_id = int(
         conn.execute(
-            insert(tables.triage_requests).values(
-                test_id=case.test_id,
-                status=status,
-                options=case.options,
-                log_z=pack(case.log),
-                log_sha256=sha256_text(case.log),
-                error=error,
-                created_at=now,
-                updated_at=now,
-            )
+            _INSERT_REQUEST,
+            {
+                "test_id": case.test_id,
+                "status": status,
+                "options": case.options,
+                "log_z": pack(case.log),
+                "log_sha256": sha256_text(case.log),
+                "error": error,
+                "created_at": now,
+                "updated_at": now,
+            },
         ).inserted_primary_key[0]
     )
     if case.scripts:
         conn.execute(
-            insert(tables.request_scripts),
+            _INSERT_REQUEST_SCRIPT,
             [
                 {
                     "request_id": request_id,
@@ -180,9 +192,7 @@ def scripts_ids(conn: Connection, contents: Sequence[str]) -> dict[str, int]:
     ids: dict[str, int] = {}
     for start in range(0, len(hashes), 500):
         chunk = hashes[start : start + 500]
-        known = dict(
-            conn.execute(select(scripts.c.sha256, scripts.c.id).where(scripts.c.sha256.in_(chunk))).all()
-        )
+        known = dict(conn.execute(_SCRIPT_IDS, {"hashes": chunk}).all())
         missing = [h for h in chunk if h not in known]
         if missing:
             rows = [
@@ -197,11 +207,7 @@ def scripts_ids(conn: Connection, contents: Sequence[str]) -> dict[str, int]:
             conn.execute(
                 dialect_insert(scripts).values(rows).on_conflict_do_nothing(index_elements=["sha256"])
             )
-            known.update(
-                conn.execute(
-                    select(scripts.c.sha256, scripts.c.id).where(scripts.c.sha256.in_(missing))
-                ).all()
-            )
+            known.update(conn.execute(_SCRIPT_IDS, {"hashes": missing}).all())
         ids.update(known)
     return ids
 
@@ -240,18 +246,19 @@ def write_snapshot(
         version = int(snapshot.summary["version"])
         log_lines = int(snapshot.summary["log"]["lines"])
     conn.execute(
-        insert(tables.analysis_snapshots).values(
-            request_id=request_id,
-            version=version,
-            summary_z=summary_z,
-            log_lines=log_lines,
-            created_at=utcnow(),
+        _INSERT_SNAPSHOT,
+        {
+            "request_id": request_id,
+            "version": version,
+            "summary_z": summary_z,
+            "log_lines": log_lines,
+            "created_at": utcnow(),
             **index_values(data),
-        )
+        },
     )
     if snapshot is not None and snapshot.chunks:
         conn.execute(
-            insert(tables.log_chunks),
+            _INSERT_CHUNK,
             [
                 {
                     "request_id": request_id,

@@ -15,8 +15,9 @@ from app.localize.result import TriageResult
 from app.options import TriageOptions
 from app.rankers.base import RankRequest
 from app.rankers.heuristic import HeuristicRanker
-from app.service.pool import AnalysisPool, AnalysisRejected, PoolLimits
-from app.triage import prepare, triage
+from app.service import pool_jobs
+from app.service.pool import INLINE_BYTES, AnalysisPool, AnalysisRejected, PoolLimits
+from app.triage import prepare, rank, triage
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "data" / "running-example"
 OPTIONS = TriageOptions(log_functions=("Log.log",), k=3)
@@ -46,6 +47,35 @@ def test_without_a_model_the_worker_returns_the_result_the_process_would() -> No
     assert isinstance(there, TriageResult)
     assert there.ranking == here.ranking
     assert (there.error_message, there.warnings) == (here.error_message, here.warnings)
+
+
+def test_a_job_over_the_inline_size_and_one_under_it_give_the_analysis_of_the_process() -> None:
+    """Small job messages are written on the event loop, big ones from a thread: same answers."""
+    scripts, log = _example()
+    padded = log + "".join(f"[DEBUG] poll {i}: status ok\n" for i in range(2_000))
+    assert len(padded.encode()) > INLINE_BYTES > len(log.encode()) + 4_000
+
+    async def both(pool: AnalysisPool) -> list[Any]:
+        return [await pool.run("static", scripts, text, OPTIONS) for text in (log, padded, log)]
+
+    small, big, again = _with_pool(PoolLimits(), both, size=2)
+    for there, text in ((small, log), (big, padded), (again, log)):
+        here = asyncio.run(triage(scripts, text, OPTIONS, client=None))
+        assert there.ranking == here.ranking and there.error_message == here.error_message
+
+
+def test_a_ranking_without_a_model_runs_to_its_end_without_an_event_loop() -> None:
+    scripts, log = _example()
+    request = prepare(scripts, log, OPTIONS)
+    done = pool_jobs._without_loop(rank(request, client=None))
+    assert done.ranking == asyncio.run(rank(request, client=None)).ranking
+
+    async def waits() -> TriageResult:
+        await asyncio.sleep(0)
+        return done
+
+    with pytest.raises(RuntimeError, match="waited on I/O"):
+        pool_jobs._without_loop(waits())
 
 
 def test_with_a_model_the_worker_returns_the_prepared_request_and_heuristic_picks() -> None:
