@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from app.service.metrics import Metrics
-from app.service.pool import PoolUnavailable
+from app.service.pool import JOB_CLOCK, JobClock, PoolUnavailable
 from app.service.store import Claim, Store, StoredTriage, Submission
 
 log = logging.getLogger(__name__)
@@ -199,14 +199,19 @@ async def triage_now(
     """Run one synchronous triage and store it; a failure is stored too, then re-raised.
 
     A fast triage is written once, when done (one transaction). One still running after
-    ``RUNNING_AFTER_S`` (a model call, a large case) is written as running first, leased like a
-    batch item, so that it shows on the dashboard and a dead server's triage is marked failed.
+    ``RUNNING_AFTER_S`` of analysis (a model call, a large case; time queued for an analysis
+    worker does not count) is written as running first, leased like a batch item, so that it
+    shows on the dashboard and a dead server's triage is marked failed.
     """
-    work = asyncio.ensure_future(runner(case))
+    clock = JobClock()
+    token = JOB_CLOCK.set(clock)
+    try:
+        work = asyncio.ensure_future(runner(case))  # the task sees the clock (a copy of this context)
+    finally:
+        JOB_CLOCK.reset(token)
     request_id: int | None = None
     try:
-        done, _ = await asyncio.wait({work}, timeout=RUNNING_AFTER_S)
-        if not done:
+        if not await _finished_within(work, clock, RUNNING_AFTER_S):
             request_id = await asyncio.to_thread(store.create_request, case)
             if leases is not None:
                 leases.inflight.add(request_id)
@@ -227,6 +232,23 @@ async def triage_now(
     if request_id is None:
         return await asyncio.to_thread(store.record_triage, case, data)
     return await asyncio.to_thread(store.save_result, request_id, data)
+
+
+async def _finished_within(work: asyncio.Future[Any], clock: JobClock, seconds: float) -> bool:
+    """Whether ``work`` ended within ``seconds`` of analysis; time queued for a worker not counted."""
+    while True:
+        done, _ = await asyncio.wait({work}, timeout=seconds)
+        if done:
+            return True
+        if not clock.waiting:
+            return False
+        started = asyncio.ensure_future(clock.started.wait())
+        try:
+            await asyncio.wait({work, started}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            started.cancel()
+        if work.done():
+            return True
 
 
 def _fail(store: Store, case: Submission, request_id: int | None, reason: str) -> None:

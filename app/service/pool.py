@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import multiprocessing
 import os
@@ -42,6 +43,22 @@ class PoolLimits:
     cpu_s: float = 60.0
     memory_bytes: int = 2 * 1024**3
     wall_s: float = 150.0
+
+
+class JobClock:
+    """Whether a request's job is still waiting for a worker; ``started`` is set once it has one.
+
+    Set in ``JOB_CLOCK`` around a request's work: ``jobs.triage_now`` counts its running threshold
+    from the start of the analysis, not from the request's arrival, so that under load queued
+    requests are not each written twice (as running, then done) exactly when writes cost most.
+    """
+
+    def __init__(self) -> None:
+        self.waiting = False
+        self.started = asyncio.Event()
+
+
+JOB_CLOCK: contextvars.ContextVar[JobClock | None] = contextvars.ContextVar("tcfl_job_clock", default=None)
 
 
 class AnalysisRejected(ValueError):
@@ -212,7 +229,15 @@ class AnalysisPool:
         """
         if self._closing:
             raise PoolUnavailable("the server is shutting down")
-        worker = await self._acquire(large)
+        clock = JOB_CLOCK.get()
+        if clock is not None:
+            clock.waiting = True
+        try:
+            worker = await self._acquire(large)
+        finally:
+            if clock is not None:
+                clock.waiting = False
+                clock.started.set()
         self._busy.add(worker)
         healthy = False
         try:

@@ -326,3 +326,67 @@ def test_a_fast_synchronous_triage_is_written_in_one_transaction(store: Store) -
     assert len(commits) == 1  # the failure is stored with its input, in one transaction too
     failed = store.list_triage(limit=1, status="failed").items[0]
     assert "level must be one of" in (failed.error or "")
+
+
+def _example_case() -> Submission:
+    example = Path(__file__).resolve().parents[1] / "data" / "running-example"
+    return Submission(
+        scripts=(Script("test_example.py", (example / "test_example.py").read_text()),),
+        log=(example / "failure.log").read_text(),
+        options={**OPTIONS, "log_functions": ["Log.log"]},
+    )
+
+
+def test_a_triage_queued_behind_a_busy_worker_is_still_written_once(store: Store) -> None:
+    """Time spent waiting for an analysis worker is not analysis: no running row, one commit."""
+    from sqlalchemy import event
+
+    from app.service.jobs import RUNNING_AFTER_S, triage_now
+    from app.service.metrics import Metrics
+    from app.service.pool import AnalysisPool, PoolLimits
+    from app.service.runner import Runner
+
+    commits: list[int] = []
+
+    async def main() -> tuple[object, float]:
+        pool = AnalysisPool(1, PoolLimits())
+        await pool.start()
+        try:
+            busy = asyncio.ensure_future(pool.run("burn", 3 * RUNNING_AFTER_S))
+            while not pool.busy():
+                await asyncio.sleep(0.01)
+            event.listen(store.engine, "commit", lambda _conn: commits.append(1))
+            started = asyncio.get_running_loop().time()
+            stored = await triage_now(store, Runner(None, Metrics(), pool=pool), None, _example_case())
+            waited = asyncio.get_running_loop().time() - started
+            await busy
+            return stored, waited
+        finally:
+            await pool.close()
+
+    stored, waited = asyncio.run(main())
+    assert waited > 2 * RUNNING_AFTER_S  # it did wait in the queue, past the threshold
+    assert len(commits) == 1
+    assert stored.status == "done" and store.get_triage(stored.id) == stored  # type: ignore[attr-defined]
+
+
+def test_a_triage_whose_analysis_outlasts_the_threshold_is_written_running_first(store: Store) -> None:
+    from sqlalchemy import event
+
+    from app.service.jobs import RUNNING_AFTER_S, triage_now
+    from app.service.metrics import Metrics
+    from app.service.runner import Runner
+
+    runner = Runner(client=None, metrics=Metrics())
+    seen: list[str] = []
+
+    async def slow(case: Submission) -> dict[str, object]:
+        await asyncio.sleep(2 * RUNNING_AFTER_S)  # a model call, say
+        seen.extend(t.status for t in store.list_triage(limit=5).items)
+        return await runner(case)
+
+    commits: list[int] = []
+    event.listen(store.engine, "commit", lambda _conn: commits.append(1))
+    stored = asyncio.run(triage_now(store, slow, None, _example_case()))
+    assert seen == ["running"] and len(commits) == 3  # the running row, this test's read, the result
+    assert stored.status == "done" and store.get_triage(stored.id) == stored
