@@ -42,6 +42,10 @@ BODIES = [
     "[{w}]",
     "path/to/{w}.py:12",
     "Traceback (most recent call last):",
+    "During handling of the above exception, another exception occurred:",
+    "The above exception was the direct cause of the following exception:",
+    "{w} (most recent call last):",
+    "{w} occurred:",
     '  File "/x/test_{w}.py", line 3, in f',
     "    {w}()",
     "ValueError: {w}",
@@ -160,3 +164,28 @@ def test_the_odd_whitespace_list_is_all_whitespace_but_space_and_newline() -> No
 
     every = {chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace()}
     assert set(_ODD_SPACE) == every - {" ", "\n"}
+
+
+@settings(max_examples=20, deadline=None)
+@given(lines=st.lists(LINE, min_size=1, max_size=12), extra=st.integers(0, 300), seed=st.integers(0, 2**16))
+def test_bulk_parse_of_a_log_longer_than_a_chunk_gives_the_line_by_line_messages(
+    lines: list[tuple[str, str, str]], extra: int, seed: int
+) -> None:
+    """Chunks of lines whose commonest format changes from chunk to chunk, and lines of other
+    formats (or none) among them, read as they are read one by one."""
+    from app.analysis.logparse.formats import _CHUNK
+
+    rng = random.Random(seed)
+    many = [line for line in lines for _ in range(2 * _CHUNK // len(lines) + extra)]
+    rng.shuffle(many)
+    many.sort(key=lambda line: line[0] if rng.random() < 0.5 else "")  # runs of one prefix, and a mix
+    log = make_log(many, False, True)
+    assert parse_log(log) == line_by_line(log)
+
+
+def test_the_space_characters_are_those_isspace_accepts() -> None:
+    import sys
+
+    from app.analysis.logparse.formats import _space_chars
+
+    assert _space_chars() == {chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace()}

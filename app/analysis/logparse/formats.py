@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import re
 from array import array
+from bisect import bisect_right
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cache
 from itertools import chain, compress, filterfalse, islice, repeat
-from operator import is_not, not_, sub
+from operator import add, and_, attrgetter, eq, ge, is_, is_not, ne, not_, rshift, sub
 from typing import Any, NamedTuple, Protocol
 
 # --------------------------------------------------------------------------------------------
@@ -83,9 +85,6 @@ KNOWN_FORMATS: tuple[str, ...] = tuple(name for name, _ in _FORMATS)
 _ALL = tuple(range(len(_FORMATS)))
 _LIVE_BRACKET = KNOWN_FORMATS.index("pytest-live-bracket")
 _TRANSPORTS = frozenset({KNOWN_FORMATS.index("syslog"), KNOWN_FORMATS.index("iso")})
-# The first character a line carrying a known prefix can start with (dates, times and their
-# redacted ``xx`` form, brackets, levels, month names): other lines are not tried at all.
-_PREFIX_FIRST = r"[\d\[A-Zx]"
 
 # Patterns are compiled on first use: the ~30 alternations cost tens of milliseconds at import.
 
@@ -116,19 +115,6 @@ def _preferring(detected: int | None) -> re.Pattern[str]:
     if detected is None:
         return _combined(_ALL)
     return _combined((detected, *(j for j in _ALL if j != detected)))
-
-
-@cache
-def _in_text(pattern: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
-    """A line alternation run over the whole log: at one line start, and after each newline.
-
-    Matching at a line start of the whole text equals matching the line alone: ``$`` ends a line
-    (MULTILINE), ``.`` and the classes stop at the newline (the one class that did not is kept
-    inside the line here).
-    """
-    inline = pattern.replace(r"[^\]]*", r"[^\]\n]*")
-    after_newline = rf"\n(?={_PREFIX_FIRST})(?:{inline})"
-    return re.compile(inline, re.MULTILINE), re.compile(after_newline, re.MULTILINE)
 
 
 @cache
@@ -173,13 +159,14 @@ class _PrefixColumns:
     more than a message (the parser's full checks run on those).
     """
 
-    __slots__ = ("count", "fmt", "level", "level_codes", "levels", "sig_codes", "sigs")
+    __slots__ = ("count", "fmt", "level", "level_codes", "levels", "sig_codes", "signature", "sigs")
     __slots__ += ("special", "start", "stop", "text", "whole")
 
     def __init__(self, text: str, n: int) -> None:
         self.text = text
         self.fmt = bytearray(n)  # 0: no prefix; 1: in ``whole``; else the format + 2
-        self.start = self.stop = self.level = array("i")
+        self.start = self.stop = self.signature = array("i")
+        self.level = bytearray()  # index into ``levels``: a byte, so runs of lines copy in C
         self.sigs: list[str] = []
         self.levels: list[str | None] = [None]
         self.level_codes: dict[str | None, int] = {None: 0}
@@ -203,8 +190,8 @@ class _PrefixColumns:
             _Prefix,
             (
                 f - 2,
-                self.levels[self.level[i] & 0xFF],
-                self.sigs[self.level[i] >> 8],
+                self.levels[self.level[i]],
+                self.sigs[self.signature[i]],
                 self.text[self.start[i] : self.stop[i]],
                 False,
                 False,
@@ -229,13 +216,13 @@ class _PrefixColumns:
         """Where the message of a bulk-read line lies in the text."""
         return self.start[i], self.stop[i]
 
-    def allocate(self) -> tuple[array, array, array]:
-        """The span and code columns, made when the first line with a prefix is read."""
+    def allocate(self) -> None:
+        """The span and code columns, for the lines the built-in formats read in bulk."""
         n = len(self.fmt)
         kind = _offset_type(len(self.text))
         self.start, self.stop = (array(kind, bytes(array(kind).itemsize * n)) for _ in range(2))
-        self.level = array("q", bytes(8 * n))  # level code | signature code << 8
-        return self.start, self.stop, self.level
+        self.level = bytearray(n)
+        self.signature = array("i", bytes(4 * n))
 
     def code(self, level: str | None) -> int:
         self.level_codes[level] = len(self.levels)
@@ -246,6 +233,138 @@ class _PrefixColumns:
         self.sig_codes[sig] = len(self.sigs)
         self.sigs.append(sig)
         return self.sig_codes[sig]
+
+
+class _Plain(NamedTuple):
+    """A format whose lines are read in bulk: its format column value and group indexes (0: none)."""
+
+    fmt: int
+    msg: int
+    level: int
+    sig: int
+    codes: dict[object, int]  # what the level and signature groups read -> packed code
+
+
+_CHUNK = 2048  # lines matched at once: their match objects are alive together
+_LASTINDEX = attrgetter("lastindex")
+_START, _END, _GROUP = re.Match.start, re.Match.end, re.Match.group
+
+
+@cache
+def _no_match(groups: int) -> re.Match[str]:
+    """Stands for a line no format matched: every group absent, ``lastindex`` None."""
+    found = re.compile("(?:" + "()" * groups + "x)?").match("")
+    assert found is not None
+    return found
+
+
+@cache
+def _space_chars() -> frozenset[str]:
+    """Every character ``str.isspace`` accepts (all lie below U+3001)."""
+    return frozenset(filter(str.isspace, map(chr, range(0x3001))))
+
+
+class _BulkRead:
+    """``_Prefixer.columns`` over the built-in formats, a chunk of lines at a time."""
+
+    def __init__(
+        self,
+        prefixer: _Prefixer,
+        cols: _PrefixColumns,
+        plain: dict[int, _Plain],
+        slow_first: frozenset[str],
+        headers: tuple[str, ...],
+        bounds: array,
+    ) -> None:
+        self.prefixer = prefixer
+        self.cols = cols
+        self.plain = plain
+        self.match = prefixer.pattern.match  # type: ignore[union-attr]
+        self.none = _no_match(prefixer.pattern.groups)  # type: ignore[union-attr]
+        self.slow_first = slow_first | _space_chars()
+        self.headers = headers
+        self.kind = cols.start.typecode
+        self.bounds = bounds
+
+    def chunk(self, a: int, b: int) -> None:
+        """Lines a to b - 1: matched in place, then the columns of the commonest format in bulk."""
+        cols, text, plain, none = self.cols, self.cols.text, self.plain, self.none
+        bounds = self.bounds
+        c = b - a
+        found = list(map(self.match, repeat(text), bounds[a:b], map(sub, bounds[a + 1 : b + 1], repeat(1))))
+        for j in compress(range(c), map(not_, found)):
+            found[j] = none
+        keys = list(map(_LASTINDEX, found))
+        counts = Counter(keys)
+        common = max((k for k in counts if k in plain), key=counts.__getitem__, default=None)
+        if common is None:
+            entry = None
+            starts, stops, codes = [0] * c, [0] * c, [0] * c
+            fmts = bytearray(c)
+        else:
+            entry = plain[common]
+            starts = list(map(_START, found, repeat(entry.msg)))
+            stops = list(map(_END, found, repeat(entry.msg)))
+            if -1 in starts:  # the message group is optional in some formats
+                for j in compress(range(c), map(eq, starts, repeat(-1))):
+                    starts[j] = stops[j] = 0
+            codes = self.codes(found, keys, common, entry)
+            fmts = bytearray((entry.fmt,)) * c
+        if counts[common] < c:
+            prefixer = self.prefixer
+            for j in compress(range(c), map(ne, keys, repeat(common))):
+                m = found[j]
+                if m is none:
+                    fmts[j] = 0
+                    starts[j] = stops[j] = codes[j] = 0
+                    continue
+                fmts[j], starts[j], stops[j], codes[j] = prefixer.one(cols, a + j, m, plain.get(keys[j] or 0))
+        cols.fmt[a:b] = fmts
+        cols.start[a:b] = array(self.kind, starts)
+        cols.stop[a:b] = array(self.kind, stops)
+        cols.level[a:b] = bytes(map(and_, codes, repeat(0xFF)))
+        cols.signature[a:b] = array("i", map(rshift, codes, repeat(8)))
+        cols.special[a:b] = self.special(starts, stops, a)
+
+    def codes(
+        self, found: list[re.Match[str]], keys: list[int | None], common: int, entry: _Plain
+    ) -> list[int]:
+        """The packed level and signature code of each line of the chunk read as ``entry``'s format
+        (lines of other formats get any value: they are read on their own after)."""
+        if entry.level and entry.sig:
+            raws: list[object] = list(map(_GROUP, found, repeat(entry.level), repeat(entry.sig)))
+        elif entry.level or entry.sig:
+            raws = list(map(_GROUP, found, repeat(entry.level or entry.sig)))
+        else:
+            raws = [None] * len(found)
+        codes: list[int | None] = list(map(entry.codes.get, raws))
+        if None in codes:
+            for j in compress(range(len(codes)), map(is_, codes, repeat(None))):
+                codes[j] = self.prefixer.packed(self.cols, entry, raws[j]) if keys[j] == common else 0
+        return codes  # type: ignore[return-value]
+
+    def special(self, starts: list[int], stops: list[int], a: int) -> bytes:
+        """Which lines need the parser's full checks: an empty message, one starting with a slow
+        character or whitespace, ending in ``]`` (or ``:`` after a header), holding ``.py``."""
+        text, bounds, c = self.cols.text, self.bounds, len(starts)
+        lo, hi = bounds[a], bounds[a + c]
+        get = text.__getitem__
+        firsts = map(get, map(slice, starts, map(add, starts, repeat(1))))
+        lasts = list(map(get, map(sub, stops, repeat(1))))
+        flags = int.from_bytes(bytes(map(ge, starts, stops)), "little")
+        flags |= int.from_bytes(bytes(map(self.slow_first.__contains__, firsts)), "little")
+        flags |= int.from_bytes(bytes(map(eq, lasts, repeat("]"))), "little")
+        special = bytearray(flags.to_bytes(c, "little"))
+        for j in compress(range(c), map(eq, lasts, repeat(":"))):
+            if text.endswith(self.headers, starts[j], stops[j]):
+                special[j] = 1
+        at = text.find(".py", lo, hi)
+        while at >= 0:
+            j = bisect_right(bounds, at, a, a + c + 1) - 1 - a
+            if starts[j] <= at and at + 3 <= stops[j]:
+                special[j] = 1
+            at = text.find(".py", at + 1, hi)
+        return bytes(special)
 
 
 class _Prefixer:
@@ -303,14 +422,23 @@ class _Prefixer:
         return _Prefix(fmt, level, sig, msg.rstrip())
 
     def columns(
-        self, text: str, bounds: array, n: int, slow_first: frozenset[str], *, bulk: bool = True
+        self,
+        text: str,
+        bounds: array,
+        n: int,
+        slow_first: frozenset[str],
+        *,
+        headers: tuple[str, ...] = (),
+        bulk: bool = True,
     ) -> _PrefixColumns:
         """The prefix of each of the ``n`` lines of ``text`` (line i is ``text[bounds[i]:bounds[i+1]-1]``).
 
-        The built-in formats run in bulk over the whole text: lines that cannot start a prefix are
-        never tried, the others are matched in place without cutting the line out. A line whose
-        message is an ordinary one (``_PrefixColumns.special`` clear) needs no further look.
-        ``bulk=False`` matches line by line instead.
+        The built-in formats run in bulk, a chunk of lines at a time: each line is matched in
+        place (no line is cut out) and the columns of the chunk's commonest format are pulled
+        from the matches by C-level maps; only lines of other formats, or of none, are looked at
+        one by one. A line whose message is an ordinary one (``_PrefixColumns.special`` clear)
+        needs no further look: one ending in ``:`` is ordinary unless it ends like one of
+        ``headers``. ``bulk=False`` matches line by line instead.
         """
         cols = _PrefixColumns(text, n)
         pattern = self.pattern
@@ -322,64 +450,48 @@ class _Prefixer:
                 if prefix is not None:
                     cols[i] = prefix
             return cols
-        plain: dict[int, tuple[int, int, int, int, bool, bool]] = {}
+        plain: dict[int, _Plain] = {}
         for key, (fmt, msg_group, level_group, sig_group) in self.table.items():
             if fmt not in _TRANSPORTS and fmt != _LIVE_BRACKET:
-                plain[key] = (
-                    fmt + 2,  # as the format column holds it
-                    msg_group,
-                    level_group or msg_group,
-                    sig_group or msg_group,
-                    bool(level_group),
-                    bool(sig_group),
-                )
-        at_start, after_newline = _in_text(pattern.pattern)
-        first, end = bounds[0], bounds[n] - 1
-        packed: dict[tuple[str | None, str | None], int] = {}  # (level, sig) as matched -> codes
-        fmts, special, whole = cols.fmt, cols.special, cols.whole
-        count, find = text.count, text.find
-        head = at_start.match(text, first, end)
-        found = after_newline.finditer(text, first, end)
-        i, pos = 0, first
-        starts = stops = codes = None
-        for m in chain((head,) if head is not None else (), found):
-            start = m.start() + 1
-            i += count("\n", pos, start)  # the head starts with no newline
-            pos = start
-            entry = plain.get(m.lastindex or 0)
-            if entry is None:
-                prefix = self(text[bounds[i] : bounds[i + 1] - 1])
-                if prefix is not None:
-                    fmts[i] = 1
-                    whole[i] = prefix
-                continue
-            fmt, mg, lg, sg, has_level, has_sig = entry
-            if has_sig:
-                key = m.group(lg, sg) if has_level else (None, m.group(sg))
-            else:
-                key = (m.group(lg) if has_level else None, None)
-            code = packed.get(key)
-            if code is None:
-                code = packed[key] = self.code(cols, key, has_level, has_sig)
-            ms, me = m.span(mg)
-            if ms < 0:
-                ms = me = 0
-            if starts is None:
-                starts, stops, codes = cols.allocate()
-            fmts[i] = fmt
-            starts[i] = ms
-            stops[i] = me
-            codes[i] = code
-            if (
-                me > ms
-                and text[ms] not in slow_first
-                and not text[ms].isspace()
-                and text[me - 1] not in ":]"
-                and find(".py", ms, me) < 0
-            ):
-                special[i] = 0
-        cols.count = n - fmts.count(0)
+                plain[key] = _Plain(fmt + 2, msg_group, level_group, sig_group, {})
+        cols.allocate()
+        bulk_read = _BulkRead(self, cols, plain, slow_first, headers, bounds)
+        for a in range(0, n, _CHUNK):
+            bulk_read.chunk(a, min(n, a + _CHUNK))
+        cols.count = n - cols.fmt.count(0)
         return cols
+
+    def one(
+        self, cols: _PrefixColumns, i: int, m: re.Match[str], entry: _Plain | None
+    ) -> tuple[int, int, int, int]:
+        """Line i read on its own (its match ``m`` is not of its chunk's commonest format): its
+        format column value, message span and code (a whole ``_Prefix`` is stored here)."""
+        if entry is None:
+            prefix = self(m.string[m.pos : m.endpos])
+            if prefix is None:
+                return 0, 0, 0, 0
+            cols.whole[i] = prefix
+            return 1, 0, 0, 0
+        ms, me = m.span(entry.msg)
+        if ms < 0:
+            ms = me = 0
+        raw = None
+        if entry.level and entry.sig:
+            raw = m.group(entry.level, entry.sig)
+        elif entry.level or entry.sig:
+            raw = m.group(entry.level or entry.sig)
+        return entry.fmt, ms, me, self.packed(cols, entry, raw)
+
+    def packed(self, cols: _PrefixColumns, entry: _Plain, raw: object) -> int:
+        """The level and signature code of a line of ``entry``'s format whose groups read ``raw``."""
+        code = entry.codes.get(raw)
+        if code is None:
+            if entry.level and entry.sig:
+                key: tuple[Any, Any] = raw  # type: ignore[assignment]
+            else:
+                key = (raw, None) if entry.level else (None, raw)
+            code = entry.codes[raw] = self.code(cols, key, bool(entry.level), bool(entry.sig))
+        return code
 
     def code(
         self, cols: _PrefixColumns, key: tuple[str | None, str | None], has_level: bool, has_sig: bool

@@ -63,6 +63,8 @@ _RUNNER_FIRST = frozenset("(RJTPFESWIC")
 _RUNNER_MAX = 4000
 # a prefixed message starting with one of these may be more than a message: the full checks run
 _SLOW_FIRST = frozenset("(RJTPFESWIC_=->")  # and any whitespace
+# a prefixed message ending in ``:`` is more than a message only when it ends like one of these
+_COLON_ENDS = (_TB_HEADER, *sorted(_CHAIN_LINES))
 _FAST_PATH = True  # bulk passes (prefixes, runs of ordinary lines); the tests compare them with line by line
 _FUNC_NAME = re.compile(r"[\w<>.\[\]-]{1,200}")
 
@@ -355,11 +357,10 @@ class _Parser(_TracebackReader):
             m._end.extend(lines)
             m._start.extend(p.start[i:last])
             m._stop.extend(p.stop[i:last])
-            m._level.extend(bytes(c & 0xFF for c in p.level[i:last]))
-        code = p.level[last]
-        self.open = (last, last, None, p.levels[code & 0xFF])
+            m._level.extend(p.level[i:last])
+        self.open = (last, last, None, p.levels[p.level[last]])
         self.open_layered = False
-        self.open_sig = p.sigs[code >> 8]
+        self.open_sig = p.sigs[p.signature[last]]
 
     def step(self, i: int) -> int:
         """The full checks on line i; the index of the next line to read."""
@@ -615,7 +616,7 @@ def parse_log(text: str, *, prefix_format: str | None = None, max_lines: int | N
         prefixer = _Prefixer(_preferring(detected))
         name = "unknown" if detected is None else _FORMATS[detected][0]
 
-    prefixes = prefixer.columns(text, bounds, n, _SLOW_FIRST, bulk=_FAST_PATH)
+    prefixes = prefixer.columns(text, bounds, n, _SLOW_FIRST, headers=_COLON_ENDS, bulk=_FAST_PATH)
     lines.prefixes = prefixes
     if custom is not None and not prefixes.count:
         warnings.append("the configured prefix_format matched no line of the log")
