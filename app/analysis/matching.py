@@ -78,8 +78,8 @@ def match_messages(
         else:
             multi.update(matched)
     # the messages whose text matched, picked by C-level iterators (most match nothing)
-    hits = compress(range(len(texts)), map(found.__contains__, texts))
-    matches = [(numbers[k], found[texts[k]]) for k in hits]
+    hit = bytes(map(found.__contains__, texts))
+    matches = list(zip(compress(numbers, hit), map(found.__getitem__, compress(texts, hit)), strict=True))
 
     nexe = statements - exe - multi
     return MatchResult(
@@ -184,7 +184,7 @@ class _Index:
             return [self.match(_normalized(t)) for t in texts]
         normal = _normalized_all(texts)
         joined = _BETWEEN.join(normal)
-        starts = list(accumulate((len(t) + 1 for t in normal[:-1]), initial=0))
+        starts = list(accumulate(map((1).__add__, map(len, normal[:-1])), initial=0))
         candidates: dict[int, set[int]] = {}
         if self._always:
             candidates = {k: set(self._always) for k in range(len(normal))}

@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cache
 from itertools import chain, compress, filterfalse, islice, repeat
-from operator import add, and_, attrgetter, eq, ge, is_, is_not, ne, not_, rshift, sub
+from operator import add, and_, attrgetter, eq, ge, is_, is_not, mul, ne, not_, rshift, sub
 from typing import Any, NamedTuple, Protocol
 
 # --------------------------------------------------------------------------------------------
@@ -259,6 +259,14 @@ def _no_match(groups: int) -> re.Match[str]:
 
 
 @cache
+def _after_newline(fmt: int) -> re.Pattern[str]:
+    """Format ``fmt`` at the start of a line of a longer text: after its newline, within the line
+    (``.`` and the classes stop at a newline, but one class that did not is kept inside it here)."""
+    inline = _FORMATS[fmt][1].replace(r"[^\]]*", r"[^\]\n]*")
+    return re.compile(rf"\n(?:{inline})", re.MULTILINE)
+
+
+@cache
 def _space_chars() -> frozenset[str]:
     """Every character ``str.isspace`` accepts (all lie below U+3001)."""
     return frozenset(filter(str.isspace, map(chr, range(0x3001))))
@@ -285,9 +293,71 @@ class _BulkRead:
         self.headers = headers
         self.kind = cols.start.typecode
         self.bounds = bounds
+        # the first format the alternation tries, when it is read in bulk: searched for over the text
+        self.fast: re.Pattern[str] | None = None
+        first = min(prefixer.table)
+        if first in plain:
+            fmt = prefixer.table[first][0]
+            self.fast = _after_newline(fmt)
+            groups = self.fast.groupindex
+            self.fast_entry = _Plain(fmt + 2, groups["msg"], groups.get("level", 0), groups.get("sig", 0), {})
 
     def chunk(self, a: int, b: int) -> None:
-        """Lines a to b - 1: matched in place, then the columns of the commonest format in bulk."""
+        """Lines a to b - 1: the first format tried found over the chunk's text, the other lines
+        matched one by one (in bulk when none was found); then the columns are stored."""
+        c = b - a
+        fast = self.fast
+        if fast is None or c < 2:
+            starts, stops, codes, fmts = self.mixed(a, b)
+        else:
+            starts, stops, codes, fmts = self.found(a, b)
+        cols = self.cols
+        cols.fmt[a:b] = fmts
+        cols.start[a:b] = array(self.kind, starts)
+        cols.stop[a:b] = array(self.kind, stops)
+        cols.level[a:b] = bytes(map(and_, codes, repeat(0xFF)))
+        cols.signature[a:b] = array("i", map(rshift, codes, repeat(8)))
+        cols.special[a:b] = self.special(starts, stops, a)
+
+    def found(self, a: int, b: int) -> tuple[list[int], list[int], list[int], bytearray]:
+        """Lines a + 1 to b - 1 searched for the first format at once (its match at a line start
+        is the alternation's: it is tried first); the lines it missed, line a among them, one by one."""
+        text, bounds, entry = self.cols.text, self.bounds, self.fast_entry
+        c = b - a
+        found = list(self.fast.finditer(text, bounds[a + 1] - 1, bounds[b] - 1))  # type: ignore[union-attr]
+        starts = list(map(_START, found, repeat(entry.msg)))
+        stops = list(map(_END, found, repeat(entry.msg)))
+        if -1 in starts:  # the message group is optional in some formats
+            for j in compress(range(len(starts)), map(eq, starts, repeat(-1))):
+                starts[j] = stops[j] = 0
+        codes = self.codes(found, entry, None)
+        if len(found) < c - 1:  # spread over the chunk's lines (by the newline each match is at)
+            newlines = list(map(sub, bounds[a + 1 : b], repeat(1)))
+            at = list(map(_START, found))
+            starts, stops, codes = (
+                [0, *map(dict(zip(at, column, strict=True)).get, newlines, repeat(0))]
+                for column in (starts, stops, codes)
+            )
+            fmts = bytearray((0, *map(mul, map(set(at).__contains__, newlines), repeat(entry.fmt))))
+        else:
+            starts.insert(0, 0)
+            stops.insert(0, 0)
+            codes.insert(0, 0)
+            fmts = bytearray((entry.fmt,)) * c
+            fmts[0] = 0
+        rest = list(compress(range(a, b), map(not_, fmts)))
+        ends = map(sub, map(bounds.__getitem__, map((1).__add__, rest)), repeat(1))
+        matched = list(map(self.match, repeat(text), map(bounds.__getitem__, rest), ends))
+        prefixer, plain = self.prefixer, self.plain
+        for i, m in compress(zip(rest, matched, strict=True), matched):
+            j = i - a
+            fmts[j], starts[j], stops[j], codes[j] = prefixer.one(
+                self.cols, i, m, plain.get(m.lastindex or 0)
+            )
+        return starts, stops, codes, fmts
+
+    def mixed(self, a: int, b: int) -> tuple[list[int], list[int], list[int], bytearray]:
+        """Lines a to b - 1 matched one by one, the columns of their commonest format in bulk."""
         cols, text, plain, none = self.cols, self.cols.text, self.plain, self.none
         bounds = self.bounds
         c = b - a
@@ -298,7 +368,6 @@ class _BulkRead:
         counts = Counter(keys)
         common = max((k for k in counts if k in plain), key=counts.__getitem__, default=None)
         if common is None:
-            entry = None
             starts, stops, codes = [0] * c, [0] * c, [0] * c
             fmts = bytearray(c)
         else:
@@ -308,7 +377,7 @@ class _BulkRead:
             if -1 in starts:  # the message group is optional in some formats
                 for j in compress(range(c), map(eq, starts, repeat(-1))):
                     starts[j] = stops[j] = 0
-            codes = self.codes(found, keys, common, entry)
+            codes = self.codes(found, entry, list(map(eq, keys, repeat(common))))
             fmts = bytearray((entry.fmt,)) * c
         if counts[common] < c:
             prefixer = self.prefixer
@@ -319,18 +388,11 @@ class _BulkRead:
                     starts[j] = stops[j] = codes[j] = 0
                     continue
                 fmts[j], starts[j], stops[j], codes[j] = prefixer.one(cols, a + j, m, plain.get(keys[j] or 0))
-        cols.fmt[a:b] = fmts
-        cols.start[a:b] = array(self.kind, starts)
-        cols.stop[a:b] = array(self.kind, stops)
-        cols.level[a:b] = bytes(map(and_, codes, repeat(0xFF)))
-        cols.signature[a:b] = array("i", map(rshift, codes, repeat(8)))
-        cols.special[a:b] = self.special(starts, stops, a)
+        return starts, stops, codes, fmts
 
-    def codes(
-        self, found: list[re.Match[str]], keys: list[int | None], common: int, entry: _Plain
-    ) -> list[int]:
-        """The packed level and signature code of each line of the chunk read as ``entry``'s format
-        (lines of other formats get any value: they are read on their own after)."""
+    def codes(self, found: list[re.Match[str]], entry: _Plain, ours: list[bool] | None) -> list[int]:
+        """The packed level and signature code of each match read as ``entry``'s format (``ours``:
+        which matches are of it; the others get any value, they are read on their own after)."""
         if entry.level and entry.sig:
             raws: list[object] = list(map(_GROUP, found, repeat(entry.level), repeat(entry.sig)))
         elif entry.level or entry.sig:
@@ -340,7 +402,7 @@ class _BulkRead:
         codes: list[int | None] = list(map(entry.codes.get, raws))
         if None in codes:
             for j in compress(range(len(codes)), map(is_, codes, repeat(None))):
-                codes[j] = self.prefixer.packed(self.cols, entry, raws[j]) if keys[j] == common else 0
+                codes[j] = self.prefixer.packed(self.cols, entry, raws[j]) if ours is None or ours[j] else 0
         return codes  # type: ignore[return-value]
 
     def special(self, starts: list[int], stops: list[int], a: int) -> bytes:
@@ -349,7 +411,10 @@ class _BulkRead:
         text, bounds, c = self.cols.text, self.bounds, len(starts)
         lo, hi = bounds[a], bounds[a + c]
         get = text.__getitem__
-        firsts = map(get, map(slice, starts, map(add, starts, repeat(1))))
+        if max(starts) < len(text):
+            firsts = map(get, starts)
+        else:  # an empty message at the text's very end: cut, not indexed
+            firsts = map(get, map(slice, starts, map(add, starts, repeat(1))))
         lasts = list(map(get, map(sub, stops, repeat(1))))
         flags = int.from_bytes(bytes(map(ge, starts, stops)), "little")
         flags |= int.from_bytes(bytes(map(self.slow_first.__contains__, firsts)), "little")

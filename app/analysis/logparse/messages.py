@@ -10,6 +10,8 @@ import re
 from array import array
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
+from itertools import compress, repeat
+from operator import gt
 from typing import overload
 
 from app.analysis.logparse.formats import (
@@ -149,8 +151,12 @@ class LogMessages(Sequence[LogMessage]):
 
     def texts(self) -> list[str]:
         """Every message's text, in order."""
-        text, extra = self._text, self._extra
-        return [text[a:b] if a >= 0 else extra[-a - 1] for a, b in zip(self._start, self._stop, strict=True)]
+        # every span cut in C; the few kept whole (negative starts cut as "") put in after
+        texts = list(map(self._text.__getitem__, map(slice, self._start, self._stop)))
+        if self._extra:
+            for k in compress(range(len(texts)), map(gt, repeat(0), self._start)):
+                texts[k] = self._extra[-self._start[k] - 1]
+        return texts
 
     def lines(self) -> Sequence[int]:
         """Every message's first log line, in order (ascending)."""
@@ -588,7 +594,7 @@ def parse_log(text: str, *, prefix_format: str | None = None, max_lines: int | N
 
     text = _rstrip_lines(text)
     bounds = array(_offset_type(len(text)), [0])
-    bounds.extend(m.end() for m in _NEWLINE.finditer(text))
+    bounds.extend(map(re.Match.end, _NEWLINE.finditer(text)))  # no Python frame per line
     if text.endswith("\n"):
         n = len(bounds) - 1  # the text after the last newline is no line
     else:
