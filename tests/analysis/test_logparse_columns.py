@@ -189,3 +189,33 @@ def test_the_space_characters_are_those_isspace_accepts() -> None:
     from app.analysis.logparse.formats import _space_chars
 
     assert _space_chars() == {chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace()}
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    prefix=st.sampled_from(PREFIXES[:-2]),
+    others=st.lists(LINE, min_size=1, max_size=8),
+    every=st.integers(20, 400),
+    seed=st.integers(0, 2**16),
+)
+def test_a_long_log_of_one_prefix_with_a_few_other_lines_gives_the_line_by_line_messages(
+    prefix: str, others: list[tuple[str, str, str]], every: int, seed: int
+) -> None:
+    """Chunks the first format nearly fills: the lines it misses are put in among its own."""
+    rng = random.Random(seed)
+    lines = [(prefix, rng.choice(BODIES), f"w{k}") for k in range(5000)]
+    for k in range(rng.randrange(every), len(lines), every):
+        lines[k] = rng.choice(others)
+    log = make_log(lines, False, True)
+    assert parse_log(log) == line_by_line(log)
+
+
+@settings(max_examples=100, deadline=None)
+@given(lines=st.lists(st.integers(0, 40000), max_size=12), final_newline=st.booleans())
+def test_line_starts_are_the_offsets_after_every_newline(lines: list[int], final_newline: bool) -> None:
+    """Lines longer than the pieces the text is split in, and pieces ending at a newline."""
+    from app.analysis.logparse.messages import _line_starts
+
+    text = "\n".join("x" * k for k in lines) + ("\n" if final_newline else "")
+    expected = [0, *(k + 1 for k, ch in enumerate(text) if ch == "\n")]
+    assert list(_line_starts(text)) == expected

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from array import array
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cache
@@ -331,20 +331,28 @@ class _BulkRead:
             for j in compress(range(len(starts)), map(eq, starts, repeat(-1))):
                 starts[j] = stops[j] = 0
         codes = self.codes(found, entry, None)
-        if len(found) < c - 1:  # spread over the chunk's lines (by the newline each match is at)
+        starts.insert(0, 0)  # line a: matched on its own below
+        stops.insert(0, 0)
+        codes.insert(0, 0)
+        fmts = bytearray((entry.fmt,)) * c
+        fmts[0] = 0
+        if len(found) < c - 1:  # lines the format missed: by the newline before each line
             newlines = list(map(sub, bounds[a + 1 : b], repeat(1)))
             at = list(map(_START, found))
-            starts, stops, codes = (
-                [0, *map(dict(zip(at, column, strict=True)).get, newlines, repeat(0))]
-                for column in (starts, stops, codes)
-            )
-            fmts = bytearray((0, *map(mul, map(set(at).__contains__, newlines), repeat(entry.fmt))))
-        else:
-            starts.insert(0, 0)
-            stops.insert(0, 0)
-            codes.insert(0, 0)
-            fmts = bytearray((entry.fmt,)) * c
-            fmts[0] = 0
+            missed = sorted(set(newlines).difference(at))
+            if len(missed) * 16 < c:  # a few: zeros put in where they go, in order
+                for pos in missed:
+                    j = bisect_left(newlines, pos) + 1
+                    starts.insert(j, 0)
+                    stops.insert(j, 0)
+                    codes.insert(j, 0)
+                    fmts[j] = 0
+            else:  # many: each line looks its values up
+                starts, stops, codes = (
+                    [0, *map(dict(zip(at, column[1:], strict=True)).get, newlines, repeat(0))]
+                    for column in (starts, stops, codes)
+                )
+                fmts = bytearray((0, *map(mul, map(set(at).__contains__, newlines), repeat(entry.fmt))))
         rest = list(compress(range(a, b), map(not_, fmts)))
         ends = map(sub, map(bounds.__getitem__, map((1).__add__, rest)), repeat(1))
         matched = list(map(self.match, repeat(text), map(bounds.__getitem__, rest), ends))

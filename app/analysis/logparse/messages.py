@@ -10,7 +10,7 @@ import re
 from array import array
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
-from itertools import compress, repeat
+from itertools import accumulate, compress, islice, repeat
 from operator import gt
 from typing import overload
 
@@ -264,6 +264,7 @@ class _Parser(_TracebackReader):
         self.lines = lines
         self.prefixes = prefixes
         self.offset = offset
+        self._numbers: array | None = None
         self.prefixed = prefixes.count > 0
         self.messages = LogMessages(lines.text, prefixes.levels)
         self.tracebacks: list[_Traceback] = []
@@ -294,6 +295,12 @@ class _Parser(_TracebackReader):
 
     def lineno(self, i: int) -> int:
         return i + 1 + self.offset
+
+    def numbers(self) -> array:
+        """Every line's log line number, made once: runs of lines copy slices of it (in C)."""
+        if self._numbers is None:
+            self._numbers = array("i", range(1 + self.offset, 1 + self.offset + self.lines.n))
+        return self._numbers
 
     def flush(self) -> None:
         if self.open is not None:
@@ -340,8 +347,8 @@ class _Parser(_TracebackReader):
     def plain_run(self, i: int, stop: int) -> None:
         """Ordinary lines of an unprefixed log: each one message, its text the line itself."""
         self.flush()
-        m, bounds, first = self.messages, self.lines.bounds, self.lineno(i)
-        lines = range(first, first + stop - i)
+        m, bounds = self.messages, self.lines.bounds
+        lines = self.numbers()[i:stop]
         m._line.extend(lines)
         m._end.extend(lines)
         m._start.extend(bounds[i:stop])
@@ -355,10 +362,10 @@ class _Parser(_TracebackReader):
         """
         self.in_report = False
         self.flush()
-        m, p, first = self.messages, self.prefixes, self.lineno(i)
+        m, p = self.messages, self.prefixes
         last = stop - 1
         if last > i:
-            lines = range(first, first + last - i)
+            lines = self.numbers()[i:last]
             m._line.extend(lines)
             m._end.extend(lines)
             m._start.extend(p.start[i:last])
@@ -593,8 +600,7 @@ def parse_log(text: str, *, prefix_format: str | None = None, max_lines: int | N
         warnings.append("the log looks like binary data; it was read as text")
 
     text = _rstrip_lines(text)
-    bounds = array(_offset_type(len(text)), [0])
-    bounds.extend(map(re.Match.end, _NEWLINE.finditer(text)))  # no Python frame per line
+    bounds = _line_starts(text)
     if text.endswith("\n"):
         n = len(bounds) - 1  # the text after the last newline is no line
     else:
@@ -640,7 +646,20 @@ def parse_log(text: str, *, prefix_format: str | None = None, max_lines: int | N
     )
 
 
-_NEWLINE = re.compile("\n")
+_PIECE = 1 << 16  # characters of the text split at once: the pieces' lines are short-lived
+
+
+def _line_starts(text: str) -> array:
+    """0 and the offset after every newline of ``text``: the lengths of its lines summed in C,
+    a piece of the text at a time (splitting it whole would hold a string per line at once)."""
+    bounds = array(_offset_type(len(text)), [0])
+    for lo in range(0, len(text), _PIECE):
+        parts = text[lo : lo + _PIECE].split("\n")
+        parts.pop()  # what follows the piece's last newline
+        bounds.extend(islice(accumulate(map((1).__add__, map(len, parts)), initial=lo), 1, None))
+    return bounds
+
+
 # whitespace (as str.isspace and str.rstrip see it) other than the space and the newline
 _ODD_ASCII_SPACE = "\t\x0b\x0c\r\x1c\x1d\x1e\x1f"
 _ODD_SPACE = (
