@@ -241,7 +241,7 @@ class AnalysisPool:
         self._busy.add(worker)
         healthy = False
         try:
-            kind, payload = await self._run_on(worker, job, args)
+            kind, payload = await self._run_on(worker, job, args, large=large)
             healthy = kind in ("ok", "invalid")
         finally:
             self._busy.discard(worker)
@@ -258,13 +258,15 @@ class AnalysisPool:
         log.error("analysis worker failed", extra={"error": payload})
         raise PoolUnavailable(f"the analysis failed: {payload}")
 
-    async def _run_on(self, worker: _Worker, job: str, args: tuple[Any, ...]) -> tuple[str, Any]:
+    async def _run_on(
+        self, worker: _Worker, job: str, args: tuple[Any, ...], *, large: bool = False
+    ) -> tuple[str, Any]:
         """Hand the job over and wait for its reply on the event loop.
 
         A small job is written and its reply read on the loop itself: the worker is idle (its pipe
         empty, the message fits the pipe's buffer) and answers in one write, so neither blocks; a
-        thread hop each way cost more than the I/O. Big messages and the large lane's replies go
-        through a thread, so that the loop never waits on a pipe.
+        thread hop each way cost more than the I/O. Big messages and large jobs' replies go through
+        a thread, so that the loop never waits on a long transfer.
         """
         worker.jobs += 1
         loop = asyncio.get_running_loop()
@@ -290,7 +292,7 @@ class AnalysisPool:
             loop.remove_reader(fd)
         try:
             os.set_blocking(fd, True)  # some loops (uvloop) leave a watched fd non-blocking
-            if worker.lane == "small":
+            if not large:
                 reply = worker.conn.recv()
             else:
                 reply = await asyncio.to_thread(worker.conn.recv)
