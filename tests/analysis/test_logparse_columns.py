@@ -191,22 +191,27 @@ def test_the_space_characters_are_those_isspace_accepts() -> None:
     assert _space_chars() == {chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace()}
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(
     prefix=st.sampled_from(PREFIXES[:-2]),
     others=st.lists(LINE, min_size=1, max_size=8),
     every=st.integers(20, 400),
+    thinning=st.booleans(),
     seed=st.integers(0, 2**16),
 )
-def test_a_long_log_of_one_prefix_with_a_few_other_lines_gives_the_line_by_line_messages(
-    prefix: str, others: list[tuple[str, str, str]], every: int, seed: int
+def test_a_long_log_of_mostly_one_prefix_gives_the_line_by_line_messages(
+    prefix: str, others: list[tuple[str, str, str]], every: int, thinning: bool, seed: int
 ) -> None:
-    """Chunks the first format nearly fills: the lines it misses are put in among its own."""
+    """Chunks the first format nearly fills (the lines it misses are put in among its own) and,
+    past a head of it, chunks that hold only a few of its lines, or none."""
     rng = random.Random(seed)
-    lines = [(prefix, rng.choice(BODIES), f"w{k}") for k in range(5000)]
-    for k in range(rng.randrange(every), len(lines), every):
-        lines[k] = rng.choice(others)
-    log = make_log(lines, False, True)
+    head = [(prefix, rng.choice(BODIES), f"w{k}") for k in range(2500 if thinning else 5000)]
+    tail = [rng.choice(others) for _ in range(5000)] if thinning else []
+    for k in range(rng.randrange(every), len(head), every):
+        head[k] = rng.choice(others)
+    for k in range(rng.randrange(every), len(tail), every):
+        tail[k] = (prefix, rng.choice(BODIES), f"v{k}")
+    log = make_log(head + tail, False, True)
     assert parse_log(log) == line_by_line(log)
 
 

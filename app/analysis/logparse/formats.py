@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cache
 from itertools import chain, compress, filterfalse, islice, repeat
-from operator import add, and_, attrgetter, eq, ge, is_, is_not, mul, ne, not_, rshift, sub
+from operator import add, and_, attrgetter, eq, ge, is_, is_not, mul, ne, not_, or_, rshift, sub
 from typing import Any, NamedTuple, Protocol
 
 # --------------------------------------------------------------------------------------------
@@ -245,6 +245,9 @@ class _Plain(NamedTuple):
     codes: dict[object, int]  # what the level and signature groups read -> packed code
 
 
+_STARTERS = frozenset("0123456789[ABCDEFGHIJKLMNOPQRSTUVWXYZx")
+_STARTER = re.compile(r"[\d\[A-Zx]")  # the same, ``\d`` with every decimal digit
+_STARTER_AFTER_NEWLINE = re.compile(r"\n(?=[\d\[A-Zx])")
 _CHUNK = 2048  # lines matched at once: their match objects are alive together
 _LASTINDEX = attrgetter("lastindex")
 _START, _END, _GROUP = re.Match.start, re.Match.end, re.Match.group
@@ -263,7 +266,7 @@ def _after_newline(fmt: int) -> re.Pattern[str]:
     """Format ``fmt`` at the start of a line of a longer text: after its newline, within the line
     (``.`` and the classes stop at a newline, but one class that did not is kept inside it here)."""
     inline = _FORMATS[fmt][1].replace(r"[^\]]*", r"[^\]\n]*")
-    return re.compile(rf"\n(?:{inline})", re.MULTILINE)
+    return re.compile(rf"\n(?=[\d\[A-Zx])(?:{inline})", re.MULTILINE)  # other lines rejected at once
 
 
 @cache
@@ -312,6 +315,10 @@ class _BulkRead:
         else:
             starts, stops, codes, fmts = self.found(a, b)
         cols = self.cols
+        if fmts.count(0) == c:
+            return  # no prefix: the columns stay as made (every line special)
+        if not cols.start:
+            cols.allocate()
         cols.fmt[a:b] = fmts
         cols.start[a:b] = array(self.kind, starts)
         cols.stop[a:b] = array(self.kind, stops)
@@ -331,6 +338,17 @@ class _BulkRead:
             for j in compress(range(len(starts)), map(eq, starts, repeat(-1))):
                 starts[j] = stops[j] = 0
         codes = self.codes(found, entry, None)
+        if len(found) * 16 < c:  # a few (or none): each put on its line
+            newlines = list(map(sub, bounds[a + 1 : b], repeat(1))) if found else []
+            columns = ([0] * c, [0] * c, [0] * c)
+            fmts = bytearray(c)
+            for k, pos in enumerate(map(_START, found)):
+                j = bisect_left(newlines, pos) + 1
+                fmts[j] = entry.fmt
+                for column, values in zip(columns, (starts, stops, codes), strict=True):
+                    column[j] = values[k]
+            starts, stops, codes = columns
+            return self.rest(a, b, starts, stops, codes, fmts)
         starts.insert(0, 0)  # line a: matched on its own below
         stops.insert(0, 0)
         codes.insert(0, 0)
@@ -353,7 +371,15 @@ class _BulkRead:
                     for column in (starts, stops, codes)
                 )
                 fmts = bytearray((0, *map(mul, map(set(at).__contains__, newlines), repeat(entry.fmt))))
-        rest = list(compress(range(a, b), map(not_, fmts)))
+        return self.rest(a, b, starts, stops, codes, fmts)
+
+    def rest(
+        self, a: int, b: int, starts: list[int], stops: list[int], codes: list[int], fmts: bytearray
+    ) -> tuple[list[int], list[int], list[int], bytearray]:
+        """The lines of a to b - 1 the first format missed, matched one by one."""
+        text, bounds = self.cols.text, self.bounds
+        missed = None if fmts.count(0) == b - a else compress(range(a, b), map(not_, fmts))
+        rest = self.possible(missed, a, b)
         ends = map(sub, map(bounds.__getitem__, map((1).__add__, rest)), repeat(1))
         matched = list(map(self.match, repeat(text), map(bounds.__getitem__, rest), ends))
         prefixer, plain = self.prefixer, self.plain
@@ -369,9 +395,17 @@ class _BulkRead:
         cols, text, plain, none = self.cols, self.cols.text, self.plain, self.none
         bounds = self.bounds
         c = b - a
-        found = list(map(self.match, repeat(text), bounds[a:b], map(sub, bounds[a + 1 : b + 1], repeat(1))))
-        for j in compress(range(c), map(not_, found)):
-            found[j] = none
+        tried = self.possible(None, a, b)
+        ends = map(sub, map(bounds.__getitem__, map((1).__add__, tried)), repeat(1))
+        matched = list(map(self.match, repeat(text), map(bounds.__getitem__, tried), ends))
+        if len(tried) == c:
+            found = matched
+            for j in compress(range(c), map(not_, found)):
+                found[j] = none
+        else:
+            found = [none] * c
+            for i, m in compress(zip(tried, matched, strict=True), matched):
+                found[i - a] = m
         keys = list(map(_LASTINDEX, found))
         counts = Counter(keys)
         common = max((k for k in counts if k in plain), key=counts.__getitem__, default=None)
@@ -412,6 +446,26 @@ class _BulkRead:
             for j in compress(range(len(codes)), map(is_, codes, repeat(None))):
                 codes[j] = self.prefixer.packed(self.cols, entry, raws[j]) if ours is None or ours[j] else 0
         return codes  # type: ignore[return-value]
+
+    def possible(self, lines: Iterable[int] | None, a: int, b: int) -> list[int]:
+        """Those of ``lines`` (of a to b - 1, ascending) whose first character can start a built-in
+        prefix (a digit, a bracket, a capital letter, the ``x`` of a redacted time): no other line
+        is tried. Many lines (None: all): the chunk's text is scanned for such line starts instead."""
+        text, bounds = self.cols.text, self.bounds
+        lines = list(lines) if lines is not None else None
+        if lines is None or len(lines) * 4 > b - a:
+            among = set(lines) if lines is not None else range(a, b)
+            found = [a] if a in among and _STARTER.match(text, bounds[a]) else []
+            for m in _STARTER_AFTER_NEWLINE.finditer(text, bounds[a], bounds[b] - 1):
+                i = bisect_left(bounds, m.end(), a, b)
+                if i in among:
+                    found.append(i)
+            return found
+        firsts = list(map(text.__getitem__, map(bounds.__getitem__, lines)))
+        can = map(_STARTERS.__contains__, firsts)
+        if not text.isascii():
+            can = map(or_, can, map(str.isdecimal, firsts))  # what ``\d`` matches besides 0-9
+        return list(compress(lines, can))
 
     def special(self, starts: list[int], stops: list[int], a: int) -> bytes:
         """Which lines need the parser's full checks: an empty message, one starting with a slow
@@ -527,7 +581,6 @@ class _Prefixer:
         for key, (fmt, msg_group, level_group, sig_group) in self.table.items():
             if fmt not in _TRANSPORTS and fmt != _LIVE_BRACKET:
                 plain[key] = _Plain(fmt + 2, msg_group, level_group, sig_group, {})
-        cols.allocate()
         bulk_read = _BulkRead(self, cols, plain, slow_first, headers, bounds)
         for a in range(0, n, _CHUNK):
             bulk_read.chunk(a, min(n, a + _CHUNK))

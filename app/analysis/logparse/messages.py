@@ -264,7 +264,6 @@ class _Parser(_TracebackReader):
         self.lines = lines
         self.prefixes = prefixes
         self.offset = offset
-        self._numbers: array | None = None
         self.prefixed = prefixes.count > 0
         self.messages = LogMessages(lines.text, prefixes.levels)
         self.tracebacks: list[_Traceback] = []
@@ -295,12 +294,6 @@ class _Parser(_TracebackReader):
 
     def lineno(self, i: int) -> int:
         return i + 1 + self.offset
-
-    def numbers(self) -> array:
-        """Every line's log line number, made once: runs of lines copy slices of it (in C)."""
-        if self._numbers is None:
-            self._numbers = array("i", range(1 + self.offset, 1 + self.offset + self.lines.n))
-        return self._numbers
 
     def flush(self) -> None:
         if self.open is not None:
@@ -347,8 +340,8 @@ class _Parser(_TracebackReader):
     def plain_run(self, i: int, stop: int) -> None:
         """Ordinary lines of an unprefixed log: each one message, its text the line itself."""
         self.flush()
-        m, bounds = self.messages, self.lines.bounds
-        lines = self.numbers()[i:stop]
+        m, bounds, first = self.messages, self.lines.bounds, self.lineno(i)
+        lines = range(first, first + stop - i)
         m._line.extend(lines)
         m._end.extend(lines)
         m._start.extend(bounds[i:stop])
@@ -362,10 +355,10 @@ class _Parser(_TracebackReader):
         """
         self.in_report = False
         self.flush()
-        m, p = self.messages, self.prefixes
+        m, p, first = self.messages, self.prefixes, self.lineno(i)
         last = stop - 1
         if last > i:
-            lines = self.numbers()[i:last]
+            lines = range(first, first + last - i)
             m._line.extend(lines)
             m._end.extend(lines)
             m._start.extend(p.start[i:last])
