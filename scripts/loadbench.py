@@ -305,12 +305,15 @@ def standin(delay_s: float) -> Iterator[str]:
 
 
 @contextmanager
-def server(workdir: Path, env_extra: dict[str, str]) -> Iterator[tuple[str, int]]:
+def server(
+    workdir: Path, env_extra: dict[str, str], processes: int = 1, workers: int | None = None
+) -> Iterator[tuple[str, int]]:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("TCFL_")}
     env.update({"TCFL_DATABASE_URL": f"sqlite:///{workdir / f'bench-{port}.db'}", **env_extra})
     command = [sys.executable, "-c", "import sys; from app.cli import main; sys.exit(main())"]
     args = ["serve", "--port", str(port), "--workers-off", "--log-level", "warning"]
+    args += ["--processes", str(processes)] + ([] if workers is None else ["--workers", str(workers)])
     log = (workdir / f"serve-{port}.log").open("wb")
     proc = subprocess.Popen([*command, *args], env=env, cwd=workdir, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
@@ -358,14 +361,15 @@ def run_mode(mode: str, args: argparse.Namespace, workdir: Path) -> dict[str, An
     if args.url:
         stats = go(args.url, None)
     elif mode != "model":
-        with server(workdir, {}) as (url, pid):
+        with server(workdir, {}, args.processes, args.workers) as (url, pid):
             stats = go(url, pid)
     else:
         with standin(args.model_delay) as model_url:
             extra = {"TCFL_MODEL_URL": model_url, "TCFL_MODEL_CONCURRENCY": str(args.model_concurrency)}
-            with server(workdir, extra) as (url, pid):
+            with server(workdir, extra, args.processes, args.workers) as (url, pid):
                 stats = go(url, pid)
     stats["mode"] = mode
+    stats["processes"] = None if args.url else args.processes
     if mode == "model":
         stats["model_delay_ms"] = round(args.model_delay * 1000)
         stats["model_concurrency"] = args.model_concurrency
@@ -388,6 +392,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--url", help="benchmark this running server instead of starting one")
     parser.add_argument("--json", action="store_true", help="print one JSON object per mode")
     parser.add_argument(
+        "--processes", type=int, default=1, help="tcfl serve --processes for the server it starts"
+    )
+    parser.add_argument("--workers", type=int, help="tcfl serve --workers (analysis workers per process)")
+    parser.add_argument(
         "--client",
         choices=("raw", "httpx"),
         default="raw",
@@ -409,6 +417,8 @@ def main(argv: list[str] | None = None) -> int:
                     extra += f"{stats['model_concurrency']})"
                 if mode == "mixed":
                     extra = f" beside {stats['large_clients']} large-case clients {stats['large_statuses']}"
+                if stats["processes"]:
+                    extra += f"; {stats['processes']} server process(es)"
                 if "server_cpu_ms_per_request" in stats:
                     extra += (
                         f"; CPU ms/request: server {stats['server_cpu_ms_per_request']} (main process"

@@ -4,14 +4,23 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import os
+import shutil
+import signal
 import socket
 import sys
+import tempfile
+import time
+from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
 from app.cli import UsageError
 
 SHUTDOWN_GRACE_S = 5  # open requests get this long after SIGTERM; the model calls are cancelled at once
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"  # where prometheus_client keeps each process's values
+PR_SET_PDEATHSIG = 1
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -31,6 +40,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=int,
         metavar="N",
         help="analysis worker processes (default TCFL_ANALYSIS_WORKERS, else one per CPU)",
+    )
+    parser.add_argument(
+        "--processes",
+        type=int,
+        default=1,
+        metavar="N",
+        help="HTTP server processes sharing the port, each with its own analysis pool (of CPUs/N "
+        "workers unless --workers says); the first runs the batch worker; /metrics adds them up "
+        "(default 1)",
     )
     parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     parser.add_argument(
@@ -65,9 +83,30 @@ def check_port(host: str, port: int) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.processes < 1:
+        raise UsageError(f"--processes must be >= 1, got {args.processes}")
+    metrics_dir = None
+    if args.processes > 1 and not os.environ.get(MULTIPROC_ENV):
+        # before prometheus_client is imported: it picks per-process value files then
+        metrics_dir = tempfile.mkdtemp(prefix="tcfl-metrics-")
+        os.environ[MULTIPROC_ENV] = metrics_dir
+    try:
+        return _run(args)
+    except _Stopped:
+        pass
+    finally:
+        if metrics_dir is not None:
+            shutil.rmtree(metrics_dir, ignore_errors=True)
+    # the first of several processes, stopped by SIGTERM: its children are stopped and the metrics
+    # folder is gone; now end as a single uvicorn process does, by the signal itself
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTERM)
+    return 1  # pragma: no cover - not reached
+
+
+def _run(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from app.service.api import create_app
     from app.service.logs import configure_logging
     from app.service.store import make_engine, migrate, safe_url
     from app.settings import Settings, SettingsError
@@ -89,6 +128,11 @@ def run(args: argparse.Namespace) -> int:
         settings = settings.model_copy(update={"analysis_workers": args.workers})
     if args.workers_off:
         settings = settings.model_copy(update={"worker_enabled": False})
+    if args.processes > 1 and settings.analysis_workers == 0:
+        # one machine's CPUs shared out: N processes with a pool of CPUs/N each (at least one)
+        from app.service.pool import default_size
+
+        settings = settings.model_copy(update={"analysis_workers": max(1, default_size(0) // args.processes)})
     configure_logging(args.log_level, json_lines=args.json or not sys.stderr.isatty())
     try:
         engine = make_engine(settings.database_url)
@@ -97,18 +141,107 @@ def run(args: argparse.Namespace) -> int:
     except Exception as exc:
         raise UsageError(f"cannot open the database {safe_url(settings.database_url)}: {exc}") from None
     worker_id = args.worker_id or f"{socket.gethostname()}:{args.port}"
-    app = create_app(settings, worker_id=worker_id)
-    config = uvicorn.Config(
-        app,
-        host=args.host,
-        port=args.port,
-        access_log=False,
-        log_config=None,
-        log_level=args.log_level,
-        timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
-    )
-    _make_server(config).run()
+
+    def config_for(app: Any) -> Any:
+        return uvicorn.Config(
+            app,
+            host=args.host,
+            port=args.port,
+            access_log=False,
+            log_config=None,
+            log_level=args.log_level,
+            timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
+        )
+
+    if args.processes == 1:
+        _serve_one(settings, worker_id, config_for, None)
+        return 0
+    return _serve_processes(args.processes, settings, worker_id, config_for)
+
+
+def _serve_one(settings: Any, worker_id: str, config_for: Callable[[Any], Any], sock: Any) -> None:
+    from app.service.api import create_app
+
+    server = _make_server(config_for(create_app(settings, worker_id=worker_id)))
+    server.run(sockets=None if sock is None else [sock])
+
+
+def _serve_processes(n: int, settings: Any, worker_id: str, config_for: Callable[[Any], Any]) -> int:
+    """``n`` server processes accepting on one listening socket.
+
+    Why: one process answers HTTP, validates, stores and hands jobs to its analysis pool on one
+    event loop, and under load that loop, not the CPUs, is the limit. The socket is bound here
+    and the others are forked before any app, thread or event loop exists; only the first runs
+    the batch worker (the others' ids end in /1, /2, ...). A stop asked of the first (SIGTERM,
+    Ctrl-C) is passed on to the others, which also stop if it dies.
+    """
+    sock = config_for("app.service.api:create_app").bind_socket()
+    children = _CHILDREN
+    for index in range(1, n):
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - runs in the child; the tests watch it from outside
+            code = 1
+            try:
+                _die_with_parent()
+                others = settings.model_copy(update={"worker_enabled": False})
+                _serve_one(others, f"{worker_id}/{index}", config_for, sock)
+                code = 0
+            finally:
+                os._exit(code)
+        children.append(pid)
+    # uvicorn ends a server stopped by SIGTERM by raising the signal again once it has shut down;
+    # here that raise becomes _Stopped, so the children are waited for and the metrics removed first
+    previous = signal.signal(signal.SIGTERM, _raise_stopped)
+    try:
+        _serve_one(settings, worker_id, config_for, sock)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        _stop_children(children)
+        sock.close()
     return 0
+
+
+class _Stopped(Exception):
+    """The first server process was stopped by SIGTERM (after its graceful shutdown)."""
+
+
+def _raise_stopped(_signum: int, _frame: FrameType | None) -> None:
+    raise _Stopped
+
+
+_CHILDREN: list[int] = []  # the other server processes, forked by this one (``--processes``)
+
+
+def _die_with_parent() -> None:
+    """Linux: SIGTERM this process when its parent dies, so a killed server leaves no orphans."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except (OSError, AttributeError):
+        pass
+
+
+def _stop_children(children: list[int]) -> None:
+    for pid in children:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + SHUTDOWN_GRACE_S + 5
+    waiting = set(children)
+    while waiting and time.monotonic() < deadline:
+        for pid in list(waiting):
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                done = pid
+            if done:
+                waiting.discard(pid)
+        time.sleep(0.05)
+    for pid in waiting:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
 
 
 def _server_class() -> type:
@@ -129,6 +262,9 @@ def _server_class() -> type:
 
         def handle_exit(self, sig: int, frame: FrameType | None) -> None:
             super().handle_exit(sig, frame)
+            for pid in _CHILDREN:  # the other processes stop alongside, not after this one
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, sig)
             loop = getattr(self, "_loop", None)
             runtime = getattr(self.config.app.state, "runtime", None)
             if loop is not None and runtime is not None and not getattr(self, "_stopping", False):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -36,7 +37,11 @@ class Metrics:
             "tcfl_ranker_fallbacks", "Triages that fell back to the heuristic", registry=r
         )
         self.queue_depth = Gauge(
-            "tcfl_batch_queue_depth", "Batch items waiting or running", ["status"], registry=r
+            "tcfl_batch_queue_depth",
+            "Batch items waiting or running",
+            ["status"],
+            registry=r,
+            multiprocess_mode="mostrecent",  # read from the database: one value, whichever process
         )
         self.items = Counter("tcfl_batch_items", "Batch items finished", ["outcome"], registry=r)
         self.circuit_open = Gauge(
@@ -87,4 +92,11 @@ class Metrics:
             self.analysis_recycled.set(pool.recycled)
 
     def render(self) -> bytes:
+        """This process's metrics, or every server process's summed (``tcfl serve --processes``)."""
+        if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+            from prometheus_client import multiprocess
+
+            registry = CollectorRegistry()
+            multiprocess.MultiProcessCollector(registry)
+            return generate_latest(registry)
         return generate_latest(self.registry)

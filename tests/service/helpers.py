@@ -121,6 +121,7 @@ class Server:
     workers_off: bool = False
     log_level: str = "warning"
     port: int = 0
+    extra_args: tuple[str, ...] = ()
     proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -140,6 +141,7 @@ class Server:
         ]
         if self.workers_off:
             args.append("--workers-off")
+        args.extend(self.extra_args)
         env = clean_env(TCFL_DATABASE_URL=self.database_url, **self.env)
         self.log_path = self.workdir / f"server-{self.port}.log"
         with self.log_path.open("wb") as log:
