@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.analysis.model import Script
+from app.analysis.parsed import ParseCache
 from app.ingest.base import Results, TestRun
 from app.ingest.resolve import Checkout, find_scripts
 from app.ingest.signature import normalise_error, signature
@@ -138,6 +139,7 @@ async def triage_run(
     warnings: Sequence[str] = (),
     *,
     max_log_bytes: int | None = None,
+    parses: ParseCache | None = None,
 ) -> TriagedRun:
     names = tuple(s.path for s in scripts)
     size = len(run.log.encode("utf-8"))
@@ -153,7 +155,7 @@ async def triage_run(
             run, names, None, "the results hold no log or traceback for this test", tuple(warnings)
         )
     try:
-        result = await triage(scripts, run.log, options, client=client)
+        result = await triage(scripts, run.log, options, client=client, parses=parses)
     except ValueError as exc:
         return TriagedRun(run, names, None, f"triage refused: {exc}", tuple(warnings))
     return TriagedRun(run, names, result, None, tuple(warnings), sources=tuple(scripts))
@@ -170,12 +172,19 @@ async def triage_results(
 ) -> CiReport:
     """Triage every failed test of ``results``; scripts come from ``checkout``, ``max_files`` per test."""
     gate = asyncio.Semaphore(CONCURRENCY)
+    parses = ParseCache()  # the failed tests of one file share its parse
 
     async def one(run: TestRun) -> TriagedRun:
         scripts, warnings = find_scripts(run, checkout, max_files=max_files)
         async with gate:
             return await triage_run(
-                run, scripts, options, client, [*run.warnings, *warnings], max_log_bytes=max_log_bytes
+                run,
+                scripts,
+                options,
+                client,
+                [*run.warnings, *warnings],
+                max_log_bytes=max_log_bytes,
+                parses=parses,
             )
 
     triaged = tuple(await asyncio.gather(*(one(run) for run in results.failed)))

@@ -16,6 +16,7 @@ from app.analysis.context import REFINEMENTS, EstimateOptions
 from app.analysis.grounding import missing_evidence
 from app.analysis.limits import CostLimits
 from app.analysis.model import Script
+from app.analysis.parsed import ParseCache
 from app.analysis.pipeline import analyze
 from app.analysis.render import render
 from app.localize.heuristic import has_evidence
@@ -37,11 +38,13 @@ def prepare(
     *,
     explain: bool = False,
     limits: CostLimits | None = None,
+    parses: ParseCache | None = None,
 ) -> RankRequest:
     """The static phase (no I/O): analysis, rendered code and prompt; ``ValueError`` for bad options.
 
     ``explain`` keeps each line's reason (for the stored snapshot the dashboard shows); ``limits``
-    refuses a case over them (``InputTooCostly``) before the analysis runs."""
+    refuses a case over them (``InputTooCostly``) before the analysis runs; ``parses`` reuses what
+    an earlier analysis of the same scripts derived from them alone."""
     opts = options.validated()
     refinements_off = [name for name in opts.disabled_channels if name in REFINEMENTS]
     analysis = analyze(
@@ -53,6 +56,7 @@ def prepare(
         explain=explain,
         options=EstimateOptions().without(refinements_off) if refinements_off else None,
         limits=limits,
+        parses=parses,
     )
     rendered = render(analysis, opts.trace, opts.level)
     prompt_rendered = rendered
@@ -71,11 +75,12 @@ async def triage(
     *,
     client: Any | None,
     limits: CostLimits | None = None,
+    parses: ParseCache | None = None,
 ) -> TriageResult:
     """Rank the ``options.k`` most suspicious elements; ``ValueError`` for bad options or a case
-    over ``limits``."""
+    over ``limits``. ``parses`` shares the scripts' parse between failures of the same scripts."""
     started = time.perf_counter()
-    request = prepare(scripts, log, options, limits=limits)
+    request = prepare(scripts, log, options, limits=limits, parses=parses)
     return await rank(request, client=client, started=started)
 
 

@@ -298,3 +298,5 @@ class Analysis:
     # the parse the analysis made, for the steps after it (rankers, renderer): never parse twice
     trees: tuple[Any, ...] = field(default=(), compare=False, repr=False)  # tree_sitter.Tree per file
     line_index: dict[tuple[str, int], Statement] = field(default_factory=dict, compare=False, repr=False)
+    # app.analysis.parsed.ParsedScripts: the script-only half, shared by analyses of the same scripts
+    parsed: Any = field(default=None, compare=False, repr=False)

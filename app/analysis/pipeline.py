@@ -1,6 +1,7 @@
 """The static phase end to end: scripts + one log -> Analysis (no I/O).
 
-parse -> log statements -> log parsing -> error statements -> Algorithm 1 -> CFG -> estimators.
+parse, log statements, CFG (``parsed``: the scripts alone, cacheable) -> log parsing -> error
+statements -> Algorithm 1 -> estimators.
 """
 
 from __future__ import annotations
@@ -11,29 +12,16 @@ from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 
-from tree_sitter import Tree
-
-from app.analysis.callsites import call_sites
-from app.analysis.cfg import build_blocks, flow_graph
 from app.analysis.coverage import log_coverage
 from app.analysis.estimate import EstimateOptions, estimate
 from app.analysis.lifecycle import lifecycle
-from app.analysis.limits import CostLimits, check_text, check_tree
+from app.analysis.limits import CostLimits, check_text
 from app.analysis.logparse import folder_conflict, match_script_path, parse_log
 from app.analysis.logparse.frames import realign
-from app.analysis.logstatements import DEFAULT_LOG_FUNCTIONS, find_log_statements
 from app.analysis.matching import match_messages
-from app.analysis.model import Analysis, Frame, LogStatement, Program, Script
+from app.analysis.model import Analysis, Frame, Program, Script
+from app.analysis.parsed import ParseCache, log_patterns, parse_scripts
 from app.analysis.selection import is_test_function, select_tests
-from app.analysis.source import (
-    Captures,
-    LineIndex,
-    call_captures,
-    line_index,
-    normalize_newlines,
-    parse_program,
-    parse_tree,
-)
 
 
 def analyze(
@@ -46,16 +34,20 @@ def analyze(
     explain: bool = True,
     variants: Collection[str] | None = None,
     limits: CostLimits | None = None,
+    parses: ParseCache | None = None,
 ) -> Analysis:
     """Run the whole static phase. Raises ValueError only for invalid options (patterns, format).
 
     ``variants`` (canonical names) are the traces to estimate, None for all of them; ``explain``
     adds each line's evidence (for `tcfl trace` and the dashboard), which triage does not need.
     With ``limits`` the case's cost is checked first, on the trees the analysis then uses
-    (``InputTooCostly``, a ValueError).
+    (``InputTooCostly``, a ValueError). ``parses`` reuses the script-only half of an analysis of
+    the same scripts (``app.analysis.parsed``).
     """
     with gc_paused():
-        return _analyze(scripts, log, log_functions, options, prefix_format, explain, variants, limits)
+        return _analyze(
+            scripts, log, log_functions, options, prefix_format, explain, variants, limits, parses
+        )
 
 
 _gc_lock = threading.Lock()
@@ -92,6 +84,7 @@ def _analyze(
     explain: bool,
     variants: Collection[str] | None,
     limits: CostLimits | None = None,
+    parses: ParseCache | None = None,
 ) -> Analysis:
     if not scripts:
         raise ValueError("no test scripts given")
@@ -100,15 +93,11 @@ def _analyze(
         raise ValueError("two scripts share a path; each submitted file needs its own path")
     if limits is not None:
         check_text(scripts, log, limits)
-    trees = [parse_tree(normalize_newlines(s.content)) for s in scripts]
-    if limits is not None:
-        for script, tree in zip(scripts, trees, strict=True):
-            check_tree(script.path, tree, limits)
-    captures = [call_captures(tree) for tree in trees]  # one query per script, for calls and logging
-    program = parse_program(scripts, trees, captures)
-    patterns = tuple(dict.fromkeys((*DEFAULT_LOG_FUNCTIONS, *log_functions)))
-    index = line_index(program)
-    log_statements = _log_statements(index, scripts, trees, captures, patterns)
+    patterns = log_patterns(log_functions)
+    parse = (
+        parse_scripts(scripts, patterns, limits) if parses is None else parses.get(scripts, patterns, limits)
+    )
+    program, index, log_statements = parse.program, parse.index, parse.log_statements
     parsed = parse_log(log, prefix_format=prefix_format)
     warnings: list[str] = [*program.warnings, *parsed.warnings]
 
@@ -123,10 +112,8 @@ def _analyze(
         warnings.append("the log's traceback has no frame in the submitted scripts")
     match = match_messages([s for s in log_statements if s.is_static], parsed.messages, error_sids)
 
-    graphs = {f.fid: flow_graph(program, f) for f in program.functions}
-    blocks = build_blocks(program, graphs)
+    graphs, blocks, sites = parse.graphs, parse.blocks, parse.sites
     coverage = log_coverage(log_statements, match, parsed)
-    sites = call_sites(program)
     selection = select_tests(
         program,
         log,
@@ -165,33 +152,17 @@ def _analyze(
     return Analysis(
         program=program,
         log=parsed,
-        log_statements=tuple(log_statements),
+        log_statements=log_statements,
         error_statements=tuple(error_sids),
         error_frames=tuple(frames),
         match=match,
         blocks=blocks,
         traces=estimation.traces,
         warnings=tuple(dict.fromkeys(warnings)),
-        trees=tuple(trees),
+        trees=parse.trees,
         line_index=index,
+        parsed=parse,
     )
-
-
-def _log_statements(
-    index: LineIndex,
-    scripts: Sequence[Script],
-    trees: Sequence[Tree],
-    captures: Sequence[Captures],
-    patterns: tuple[str, ...],
-) -> list[LogStatement]:
-    out: list[LogStatement] = []
-    for script, tree, found in zip(scripts, trees, captures, strict=True):
-        callees = found.get("callee", [])
-        for ls in find_log_statements(tree.root_node, script.path, patterns, callees):
-            st = index.get((script.path, ls.line))
-            if st is not None:  # built directly: dataclasses.replace costs 10x a constructor call
-                out.append(LogStatement(ls.path, ls.line, ls.end_line, ls.callee, ls.parts, st.sid))
-    return out
 
 
 def _script_frames(

@@ -10,6 +10,8 @@ Pure: no I/O; the store persists both parts.
 
 from __future__ import annotations
 
+import json
+import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -47,6 +49,46 @@ class LogChunk:
 class Snapshot:
     summary: dict[str, Any]
     chunks: tuple[LogChunk, ...]
+
+    def packed(self) -> PackedSnapshot:
+        """The bytes the store keeps: built where the analysis ran (an analysis worker), so that
+        the server process only writes them, and a smaller message crosses the process pipe."""
+        return PackedSnapshot(
+            version=int(self.summary["version"]),
+            log_lines=int(self.summary["log"]["lines"]),
+            summary_z=zlib.compress(json.dumps(self.summary, separators=(",", ":")).encode("utf-8"), 6),
+            chunks=tuple(
+                PackedChunk(
+                    index=c.index,
+                    first_line=c.first_line,
+                    line_count=len(c.lines),
+                    text_z=zlib.compress("\n".join(c.lines).encode("utf-8", "surrogatepass"), 6),
+                    marks={str(k): list(v) for k, v in c.marks.items()},
+                )
+                for c in self.chunks
+            ),
+        )
+
+
+@dataclass(frozen=True)
+class PackedChunk:
+    """A ``LogChunk`` as stored: its lines joined and compressed, its marks JSON-ready."""
+
+    index: int
+    first_line: int
+    line_count: int
+    text_z: bytes
+    marks: dict[str, list[int]]
+
+
+@dataclass(frozen=True)
+class PackedSnapshot:
+    """A ``Snapshot`` as stored: the summary as compressed JSON, the chunks packed."""
+
+    version: int
+    log_lines: int
+    summary_z: bytes
+    chunks: tuple[PackedChunk, ...]
 
 
 def log_lines(log: str) -> list[str]:

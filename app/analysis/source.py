@@ -87,8 +87,16 @@ Captures = dict[str, list[Node]]
 
 def call_captures(tree: Tree) -> Captures:
     """The calls query's captures (``callee``, ``ref``): one walk of the tree serves the call sites
-    here and the log statements (``find_log_statements(callees=...)``), a third of a parse each."""
-    return QueryCursor(_calls_query()).captures(tree.root_node)
+    here and the log statements (``find_log_statements(callees=...)``), a third of a parse each.
+
+    Each list in source order: tree-sitter hands captures back in an order that varies from call
+    to call, and a statement's calls (and what reads them) would vary with it."""
+    found = QueryCursor(_calls_query()).captures(tree.root_node)
+    return {name: sorted(nodes, key=_span) for name, nodes in found.items()}
+
+
+def _span(node: Node) -> tuple[int, int]:
+    return node.start_byte, node.end_byte
 
 
 def parse_tree(content: str) -> Tree:

@@ -23,6 +23,7 @@ import numpy as np
 
 from app.analysis.model import Analysis, Loc, Script, State
 from app.analysis.mustrun import passing_states
+from app.analysis.parsed import ParseCache
 from app.analysis.pipeline import analyze
 from app.analysis.render import RenderedCode, render
 from app.analysis.source import parse_program
@@ -96,6 +97,7 @@ class _Group:
     # trace: skipped, as the store skipped them); "must-run": no log, the must-run trace instead
     passing_logs: str = "keep"
     must_run: dict[tuple[str, str], dict[Loc, State]] = field(default_factory=dict)
+    parses: ParseCache = field(default_factory=ParseCache)  # every run of a version: one parse
 
     def pass_states(self, run: dict[str, Any]) -> dict[Loc, State]:
         """A log-less pass's trace (``passing_states``), per (version, test)."""
@@ -109,7 +111,8 @@ class _Group:
         # version ids and log keys are content hashes: groups of one file share their analyses
         key = (self.data["versions"][run["version"]]["id"], run["log"])
         if key not in self.cache:
-            analysis = analyze(self.scripts[run["version"]], self.data["logs"][run["log"]], explain=True)
+            scripts, log = self.scripts[run["version"]], self.data["logs"][run["log"]]
+            analysis = analyze(scripts, log, explain=True, parses=self.parses)
             tplus = analysis.traces["tplus"]
             states: dict[Loc, State] = {}
             for f in analysis.program.files:

@@ -227,12 +227,14 @@ def triage_with_history(
     history: Sequence[HistoryRun],
     choice: HistoryChoice,
     limits: Any = None,
+    parses: Any = None,
 ) -> tuple[Any, Any, dict[str, Any]]:
     """The history ranker's triage of one failure: (TriageResult, its RankRequest, history section).
 
     No model is asked: the history ranker maps every run of the window and picks the passes
     (``choice.k``) itself, as the evaluation does, so flaky failures are judged on the whole window.
-    ``limits`` (CostLimits) are checked on the trees the analysis parses, as in any triage.
+    ``limits`` (CostLimits) are checked on the trees the analysis parses, as in any triage;
+    ``parses`` (ParseCache) shares the scripts' parse with earlier triages of the same scripts.
     """
     import asyncio
     import time
@@ -242,7 +244,7 @@ def triage_with_history(
 
     started = time.perf_counter()
     options = replace(options, ranker="history", history_k=choice.k)
-    request = prepare(scripts, log, options, explain=True, limits=limits)
+    request = prepare(scripts, log, options, explain=True, limits=limits, parses=parses)
     used = select_runs(history, request.analysis, choice.k)
     result = asyncio.run(rank(replace(request, history=tuple(history)), client=None, started=started))
     files = {s.path: s.content for s in scripts}

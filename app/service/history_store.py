@@ -41,8 +41,8 @@ from sqlalchemy.orm import Mapped, Session, aliased, mapped_column
 from app.analysis.logparse import parse_log
 from app.analysis.model import Loc, State
 from app.analysis.mustrun import passing_states
+from app.analysis.parsed import ParseCache, log_patterns
 from app.analysis.pipeline import analyze
-from app.analysis.source import parse_program
 from app.history.packed import pack_trace, packable, unpack_trace
 from app.history.rank import HistoryRun, Values
 from app.history.records import RunRecord, env_fingerprint
@@ -134,6 +134,10 @@ class RunRow(Base):
 Facts = tuple[str | None, str | None, dict[str, Any] | None, dict[str, Any] | None]
 
 
+# Every run of a test is recorded with the same scripts (a new log each time): parsed once
+_PARSES = ParseCache()
+
+
 def _facts(record: RunRecord) -> Facts:
     """(err_sig, error message, estimated trace, printed values) from the run's log and scripts.
 
@@ -145,7 +149,7 @@ def _facts(record: RunRecord) -> Facts:
     failed = record.verdict in ("fail", "error")
     if record.scripts:
         try:
-            analysis = analyze(list(record.scripts), record.log)
+            analysis = analyze(list(record.scripts), record.log, parses=_PARSES)
         except ValueError:
             analysis = None
         if analysis is not None:
@@ -210,7 +214,7 @@ def _pass_trace(record: RunRecord) -> dict[str, Any] | None:
     if not record.scripts:
         return None
     try:
-        program = parse_program(list(record.scripts))
+        program = _PARSES.get(list(record.scripts), log_patterns(())).program
     except ValueError:
         return None
     states = passing_states(program, record.test_id) or passing_states(program, record.key.base_id)

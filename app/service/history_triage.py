@@ -56,9 +56,7 @@ async def run(runtime: Runtime, case: Submission, body: TriageRequest) -> dict[s
         return data
     options = replace(options, history_window=choice.window, history_k=choice.k)
     done, snapshot, section = await _job(runtime, case, options, history, choice)
-    data = done.to_dict()
-    data.pop("id", None)
-    data.pop("status", None)
+    data = pool_jobs.stored_data(done)
     data["history"] = {"test": body.test, **section}
     for item in data["ranking"]:
         item["history"] = element_channels(item)

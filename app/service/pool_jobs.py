@@ -14,12 +14,17 @@ from typing import Any
 from app.analysis import snapshot
 from app.analysis.limits import CostLimits
 from app.analysis.model import Script
+from app.analysis.parsed import ParseCache
 from app.localize.result import TriageResult
 from app.options import TriageOptions
 from app.rankers import choose
 from app.rankers.base import RankRequest
 from app.rankers.heuristic import HeuristicRanker
 from app.triage import prepare, rank
+
+# This worker's parses of recently seen scripts: the service sees the same test files again and
+# again with new logs, and only the log's half of an analysis differs.
+PARSES = ParseCache()
 
 
 def static(
@@ -43,11 +48,25 @@ def static_with_snapshot(
     options: TriageOptions,
     limits: CostLimits | None = None,
     model_configured: bool = False,
-) -> tuple[TriageResult | RankRequest, snapshot.Snapshot]:
+) -> tuple[dict[str, Any] | RankRequest, snapshot.PackedSnapshot]:
     """``static`` plus the snapshot of its analysis (each line's reason kept) that the service
-    stores with the result, so that the dashboard never analyses a stored failure again."""
+    stores with the result, so that the dashboard never analyses a stored failure again.
+
+    Both as the store keeps them: a finished result as its data (``stored_data``), the snapshot
+    packed; the server process then only writes them (it is the one process every request
+    crosses, so its work per request bounds the throughput).
+    """
     done, request = _static(scripts, log, options, limits, model_configured, explain=True)
-    return done, snapshot.build(request.analysis, request.rendered, log)
+    packed = snapshot.build(request.analysis, request.rendered, log).packed()
+    return (stored_data(done) if isinstance(done, TriageResult) else done), packed
+
+
+def stored_data(result: TriageResult) -> dict[str, Any]:
+    """A result's data as stored and served (the stored row gives the id and status)."""
+    data = result.to_dict()
+    data.pop("id", None)
+    data.pop("status", None)
+    return data
 
 
 def static_with_history(
@@ -57,13 +76,15 @@ def static_with_history(
     limits: CostLimits | None,
     history: Sequence[Any],
     choice: Any,
-) -> tuple[TriageResult, snapshot.Snapshot, dict[str, Any]]:
-    """The history-aware triage (``app.history.surface``) with its snapshot; no model is asked."""
+) -> tuple[TriageResult, snapshot.PackedSnapshot, dict[str, Any]]:
+    """The history-aware triage (``app.history.surface``) with its snapshot (packed); no model is asked."""
     from app.history.surface import triage_with_history
 
     try:
-        result, request, section = triage_with_history(scripts, log, options, history, choice, limits)
-        return result, snapshot.build(request.analysis, request.rendered, log), section
+        result, request, section = triage_with_history(
+            scripts, log, options, history, choice, limits, parses=PARSES
+        )
+        return result, snapshot.build(request.analysis, request.rendered, log).packed(), section
     finally:
         gc.collect()
 
@@ -79,11 +100,11 @@ def _static(
 ) -> tuple[TriageResult | RankRequest, RankRequest]:
     started = time.perf_counter()
     try:
-        request = prepare(scripts, log, options, explain=explain, limits=limits)
+        request = prepare(scripts, log, options, explain=explain, limits=limits, parses=PARSES)
         if choose(request.options.ranker, model_configured=model_configured) != "llm" or not model_configured:
             return _without_loop(rank(request, client=None, started=started)), request
         picks = HeuristicRanker.picks(request, 2 * request.options.k)  # enough to fill in after k
-        analysis = replace(request.analysis, trees=())  # parse trees do not cross processes
+        analysis = replace(request.analysis, trees=(), parsed=None)  # parse trees do not cross processes
         return replace(request, analysis=analysis, heuristic=(request.rendered, picks)), request
     finally:
         gc.collect()
@@ -125,6 +146,11 @@ def warm_up() -> None:
 def ping() -> int:
     """Nothing: lets tests and the benchmark see a worker answer."""
     return 0
+
+
+def parse_cache_stats() -> tuple[int, int, int]:
+    """This worker's parse cache: hits, misses, entries (for tests)."""
+    return PARSES.hits, PARSES.misses, len(PARSES)
 
 
 def frozen_objects() -> int:

@@ -9,7 +9,6 @@ caller's transaction.
 from __future__ import annotations
 
 import hashlib
-import json
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -19,12 +18,13 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Connection, bindparam, delete, insert, select
 
 from app.analysis.model import Script
+from app.analysis.snapshot import Snapshot
 from app.service import tables
 from app.service.signature import signature
 from app.service.tables import utcnow
 
 if TYPE_CHECKING:
-    from app.analysis.snapshot import Snapshot
+    from app.analysis.snapshot import PackedSnapshot
 
 # Statements built once and given their values as parameters: SQLAlchemy compiles each once
 # (its cache), where ``.values(...)`` built a new statement and coerced every value per call.
@@ -228,35 +228,30 @@ def index_values(data: Mapping[str, Any]) -> dict[str, Any]:
 def write_snapshot(
     conn: Connection,
     request_id: int,
-    snapshot: Snapshot | None,
+    snapshot: Snapshot | PackedSnapshot | None,
     data: Mapping[str, Any],
     *,
     replace: bool = True,
 ) -> None:
-    """The triage's snapshot row and log chunks; ``replace`` first deletes any stored before."""
+    """The triage's snapshot row and log chunks (a ``Snapshot`` is packed here; an analysis
+    worker hands it packed); ``replace`` first deletes any stored before."""
     if replace:
         chunks, rows = tables.log_chunks, tables.analysis_snapshots
         conn.execute(delete(chunks).where(chunks.c.request_id == request_id))
         conn.execute(delete(rows).where(rows.c.request_id == request_id))
-    summary_z = None
-    version = None
-    log_lines = 0
-    if snapshot is not None:
-        summary_z = zlib.compress(json.dumps(snapshot.summary, separators=(",", ":")).encode("utf-8"), 6)
-        version = int(snapshot.summary["version"])
-        log_lines = int(snapshot.summary["log"]["lines"])
+    packed = snapshot.packed() if isinstance(snapshot, Snapshot) else snapshot
     conn.execute(
         _INSERT_SNAPSHOT,
         {
             "request_id": request_id,
-            "version": version,
-            "summary_z": summary_z,
-            "log_lines": log_lines,
+            "version": packed.version if packed is not None else None,
+            "summary_z": packed.summary_z if packed is not None else None,
+            "log_lines": packed.log_lines if packed is not None else 0,
             "created_at": utcnow(),
             **index_values(data),
         },
     )
-    if snapshot is not None and snapshot.chunks:
+    if packed is not None and packed.chunks:
         conn.execute(
             _INSERT_CHUNK,
             [
@@ -264,10 +259,10 @@ def write_snapshot(
                     "request_id": request_id,
                     "chunk": c.index,
                     "first_line": c.first_line,
-                    "line_count": len(c.lines),
-                    "text_z": zlib.compress("\n".join(c.lines).encode("utf-8", "surrogatepass"), 6),
-                    "marks": {str(k): list(v) for k, v in c.marks.items()},
+                    "line_count": c.line_count,
+                    "text_z": c.text_z,
+                    "marks": c.marks,
                 }
-                for c in snapshot.chunks
+                for c in packed.chunks
             ],
         )

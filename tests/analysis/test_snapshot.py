@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+import zlib
 
 import pytest
 from hypothesis import given
@@ -86,6 +87,22 @@ def test_elements_are_the_rendered_ones(example: tuple[snapshot.Snapshot, dict])
     assert blocks and all(i.startswith("BLOCK ") for i in blocks)
     assert snap.summary["level"] == "block" and snap.summary["variant"] == "tplus"
     assert all(str(b) in exp["blocks"] for b in (i.split()[1] for i in blocks))
+
+
+def test_packed_snapshot_holds_the_same_summary_and_chunks(example: tuple[snapshot.Snapshot, dict]) -> None:
+    """What an analysis worker hands the store decodes back to the snapshot it packed."""
+    snap, _ = example
+    packed = snap.packed()
+    assert json.loads(zlib.decompress(packed.summary_z)) == snap.summary
+    assert (packed.version, packed.log_lines) == (snap.summary["version"], snap.summary["log"]["lines"])
+    assert len(packed.chunks) == len(snap.chunks) > 1
+    for chunk, packed_chunk in zip(snap.chunks, packed.chunks, strict=True):
+        text = zlib.decompress(packed_chunk.text_z).decode("utf-8", "surrogatepass")
+        assert text.split("\n") == list(chunk.lines)
+        assert (packed_chunk.index, packed_chunk.first_line) == (chunk.index, chunk.first_line)
+        assert packed_chunk.line_count == len(chunk.lines)
+        assert {int(k): tuple(v) for k, v in packed_chunk.marks.items()} == chunk.marks
+    assert any(c.marks for c in packed.chunks)
 
 
 def test_no_traceback_points_at_the_last_error_line() -> None:

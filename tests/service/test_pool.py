@@ -104,6 +104,26 @@ def test_workers_warm_up_and_freeze_their_heap_before_the_first_job() -> None:
     assert asyncio.run(frozen(True)) > 10_000
 
 
+def test_a_worker_parses_a_script_once_and_answers_each_log_of_it_as_the_process_would() -> None:
+    """The second failure of the same script reuses the worker's parse; both answers are the
+    in-process ones (the finished result comes back as stored data, the snapshot packed)."""
+    scripts, log = _example()
+    other = log.replace("Test 1 executed!", "Test 1 skipped")
+    assert other != log
+
+    async def body(pool: AnalysisPool) -> tuple[list[Any], tuple[int, int, int], tuple[int, int, int]]:
+        before = await pool.run("parse_cache_stats")
+        done = [await pool.run("static_with_snapshot", scripts, text, OPTIONS) for text in (log, other)]
+        return done, before, await pool.run("parse_cache_stats")
+
+    done, before, after = _with_pool(PoolLimits(), body)
+    assert (after[0] - before[0], after[1] - before[1]) == (2, 0)  # hits, misses: the warm-up parsed it
+    for (data, packed), text in zip(done, (log, other), strict=True):
+        here = asyncio.run(triage(scripts, text, OPTIONS, client=None))
+        assert data == pool_jobs.stored_data(here) | {"timings": data["timings"]}
+        assert packed.log_lines == len(text.splitlines())
+
+
 def test_bad_options_are_a_value_error_and_the_worker_stays() -> None:
     scripts, log = _example()
 

@@ -55,7 +55,11 @@ class Context:
 
     @cached_property
     def facts(self) -> Facts:
-        """Syntax-tree facts: the costly part, built on first use (the stack-trace baseline needs none)."""
+        """Syntax-tree facts: the costly part, built on first use (the stack-trace baseline needs none),
+        and once per parse where analyses of the same scripts share it (``app.analysis.parsed``)."""
+        parsed = self.analysis.parsed
+        if parsed is not None and parsed.program is self.analysis.program:
+            return parsed.derived(build_facts)
         return build_facts(self.analysis.program, self.analysis.trees)
 
     def sid_at(self, path: str, line: int) -> int | None:

@@ -1,0 +1,176 @@
+"""The part of the static phase that depends on the scripts alone, and a bounded cache of it.
+
+CI fails the same test file again and again: a multi-test job log fails several tests of one
+script, a backlog holds one suite's failures run after run, history records every run of a test
+with the same script, and the service sees the same scripts with a new log each time. Parsing,
+the cost check, the program model, the log statements, control flow, blocks and call sites (and,
+through ``derived``, a ranker's syntax facts) are the same each time; only the log differs. A
+``ParseCache`` keeps them per exact set of scripts, so that only the log's half of an analysis is
+computed for a script seen before.
+
+Everything kept here is read-only once built (frozen records, tuples, dicts nobody writes);
+``tests/analysis/test_parsed.py`` checks that cached and fresh analyses agree in any order.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any, TypeVar
+
+from tree_sitter import Tree
+
+from app.analysis.callsites import call_sites
+from app.analysis.cfg import FlowGraph, build_blocks, flow_graph
+from app.analysis.limits import CostLimits, check_tree
+from app.analysis.logstatements import DEFAULT_LOG_FUNCTIONS, find_log_statements
+from app.analysis.model import Block, LogStatement, Program, Script
+from app.analysis.source import (
+    Captures,
+    LineIndex,
+    call_captures,
+    line_index,
+    normalize_newlines,
+    parse_program,
+    parse_tree,
+)
+
+T = TypeVar("T")
+
+# the limits measured on the parse trees; the line counts depend on the log too (checked apart)
+_TREE_LIMITS = tuple(
+    f.name for f in fields(CostLimits) if f.name not in ("max_script_lines", "max_log_lines")
+)
+
+
+@dataclass(frozen=True, eq=False)
+class ParsedScripts:
+    """What the static phase derives from one set of scripts and log-function patterns."""
+
+    trees: tuple[Tree, ...]
+    program: Program
+    index: LineIndex
+    log_statements: tuple[LogStatement, ...]
+    graphs: dict[str, FlowGraph]
+    blocks: tuple[Block, ...]
+    sites: dict[str, tuple[int, ...]]
+    checked: CostLimits | None  # the limits these trees were found within (None: not checked)
+    _derived: dict[Callable[..., Any], Any] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def derived(self, build: Callable[[Program, tuple[Tree, ...]], T]) -> T:
+        """``build(program, trees)``, computed once per parse: a later stage's script-only facts
+        (the heuristic's syntax facts) without this module knowing their type."""
+        with self._lock:
+            if build in self._derived:
+                return self._derived[build]
+        value = build(self.program, self.trees)
+        with self._lock:
+            return self._derived.setdefault(build, value)
+
+    def check(self, scripts: Sequence[Script], limits: CostLimits | None) -> None:
+        """Raise ``InputTooCostly`` where these trees exceed ``limits``; nothing when they were
+        already found within limits at least as strict."""
+        if limits is None or _within(self.checked, limits):
+            return
+        for script, tree in zip(scripts, self.trees, strict=True):
+            check_tree(script.path, tree, limits)
+
+
+def _within(checked: CostLimits | None, limits: CostLimits) -> bool:
+    return checked is not None and all(
+        getattr(limits, name) >= getattr(checked, name) for name in _TREE_LIMITS
+    )
+
+
+def log_patterns(log_functions: Sequence[str]) -> tuple[str, ...]:
+    """The log-function patterns an analysis looks for: the defaults, then the configured ones."""
+    return tuple(dict.fromkeys((*DEFAULT_LOG_FUNCTIONS, *log_functions)))
+
+
+def parse_scripts(
+    scripts: Sequence[Script], patterns: tuple[str, ...], limits: CostLimits | None = None
+) -> ParsedScripts:
+    """Parse the scripts and build their program model; ``InputTooCostly`` over ``limits``."""
+    trees = tuple(parse_tree(normalize_newlines(s.content)) for s in scripts)
+    if limits is not None:
+        for script, tree in zip(scripts, trees, strict=True):
+            check_tree(script.path, tree, limits)
+    captures = [call_captures(tree) for tree in trees]  # one query per script, for calls and logging
+    program = parse_program(scripts, trees, captures)
+    index = line_index(program)
+    graphs = {f.fid: flow_graph(program, f) for f in program.functions}
+    return ParsedScripts(
+        trees=trees,
+        program=program,
+        index=index,
+        log_statements=_log_statements(index, scripts, trees, captures, patterns),
+        graphs=graphs,
+        blocks=build_blocks(program, graphs),
+        sites=call_sites(program),
+        checked=limits,
+    )
+
+
+def _log_statements(
+    index: LineIndex,
+    scripts: Sequence[Script],
+    trees: Sequence[Tree],
+    captures: Sequence[Captures],
+    patterns: tuple[str, ...],
+) -> tuple[LogStatement, ...]:
+    out: list[LogStatement] = []
+    for script, tree, found in zip(scripts, trees, captures, strict=True):
+        callees = found.get("callee", [])
+        for ls in find_log_statements(tree.root_node, script.path, patterns, callees):
+            st = index.get((script.path, ls.line))
+            if st is not None:  # built directly: dataclasses.replace costs 10x a constructor call
+                out.append(LogStatement(ls.path, ls.line, ls.end_line, ls.callee, ls.parts, st.sid))
+    return tuple(out)
+
+
+class ParseCache:
+    """The ``ParsedScripts`` of recently seen script sets, least recently used evicted first.
+
+    Bounded by entries and by the scripts' characters (a parse holds about 100x its text in trees
+    and records: 1 MB of scripts, ~100 MB). Keyed by the exact paths, contents and patterns, so a
+    changed byte is a new entry. Thread-safe; the parse itself runs outside the lock.
+    """
+
+    def __init__(self, max_entries: int = 64, max_chars: int = 1_000_000) -> None:
+        self.max_entries = max_entries
+        self.max_chars = max_chars
+        self._entries: OrderedDict[tuple[Any, ...], tuple[ParsedScripts, int]] = OrderedDict()
+        self._chars = 0
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(
+        self, scripts: Sequence[Script], patterns: tuple[str, ...], limits: CostLimits | None = None
+    ) -> ParsedScripts:
+        key = (tuple((s.path, s.content) for s in scripts), patterns)
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None:
+                self._entries.move_to_end(key)
+                self.hits += 1
+        if found is not None:
+            found[0].check(scripts, limits)
+            return found[0]
+        parsed = parse_scripts(scripts, patterns, limits)
+        size = sum(len(s.content) for s in scripts)
+        with self._lock:
+            self.misses += 1
+            if size <= self.max_chars and key not in self._entries:
+                self._entries[key] = (parsed, size)
+                self._chars += size
+                while len(self._entries) > self.max_entries or self._chars > self.max_chars:
+                    _, (_, dropped) = self._entries.popitem(last=False)
+                    self._chars -= dropped
+        return parsed

@@ -1,0 +1,155 @@
+"""The script-only half of an analysis, cached per script set: same answers, fewer parses."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.analysis.limits import CostLimits, InputTooCostly
+from app.analysis.model import Script
+from app.analysis.parsed import ParseCache, log_patterns, parse_scripts
+from app.analysis.pipeline import analyze
+from app.analysis.render import render
+from app.localize.channels.facts import build_facts
+from app.localize.heuristic import rank_heuristic
+from tests.analysis.snapshot_cases import cases
+
+CASES = list(cases())
+
+SCRIPT = """\
+import logging
+
+log = logging.getLogger(__name__)
+
+
+def test_ports(dut):
+    log.info("checking %s ports", dut.name)
+    for port in dut.ports:
+        log.info("port %s up", port)
+        assert port.up
+    log.info("all ports up")
+"""
+
+LOG_FAILED_AT_PORT = """\
+INFO checking sw1 ports
+INFO port eth0 up
+INFO port eth1 up
+Traceback (most recent call last):
+  File "test_ports.py", line 10, in test_ports
+    assert port.up
+AssertionError
+"""
+
+LOG_FAILED_LATE = """\
+INFO checking sw1 ports
+INFO all ports up
+Traceback (most recent call last):
+  File "test_ports.py", line 9, in test_ports
+    log.info("port %s up", port)
+RuntimeError: no such port
+"""
+
+
+def _ranking(analysis) -> list[tuple[object, float, str, tuple[object, ...]]]:
+    """The heuristic's block ranking with its evidence: the channels read the cached syntax facts."""
+    ranked = rank_heuristic(analysis, render(analysis, "tplus", "block"), 5)
+    return [(item.element, item.score, item.reason, item.evidence) for item in ranked]
+
+
+def test_cached_analyses_equal_fresh_ones_over_every_case_in_any_order() -> None:
+    """One cache over every case of tests/data, forwards then backwards: each analysis (program,
+    log, matches, traces, warnings) and its heuristic ranking equal a fresh analysis'."""
+    fresh = {name: analyze(scripts, log, log_functions=fns) for name, scripts, log, fns in CASES}
+    parses = ParseCache(max_entries=len(CASES), max_chars=10**9)
+    for name, scripts, log, fns in [*CASES, *reversed(CASES)]:
+        cached = analyze(scripts, log, log_functions=fns, parses=parses)
+        assert cached == fresh[name], name
+        assert cached.parsed is not None
+        assert _ranking(cached) == _ranking(fresh[name]), name
+    assert parses.hits >= len(CASES)
+
+
+def test_each_distinct_script_set_is_parsed_once() -> None:
+    parses = ParseCache(max_entries=len(CASES), max_chars=10**9)
+    for _, scripts, log, fns in CASES:
+        analyze(scripts, log, log_functions=fns, parses=parses, variants=("tplus",), explain=False)
+    distinct = {(tuple((s.path, s.content) for s in scripts), fns) for _, scripts, _, fns in CASES}
+    assert len(distinct) < len(CASES)  # tests/data holds a few failures of one script
+    assert (parses.misses, parses.hits) == (len(distinct), len(CASES) - len(distinct))
+
+
+def test_a_second_log_of_the_same_script_reuses_its_parse_and_gets_its_own_answer() -> None:
+    parses = ParseCache()
+    scripts = [Script("test_ports.py", SCRIPT)]
+    first = analyze(scripts, LOG_FAILED_AT_PORT, parses=parses)
+    second = analyze(scripts, LOG_FAILED_LATE, parses=parses)
+    assert (parses.misses, parses.hits) == (1, 1)
+    assert second.parsed is first.parsed
+    assert second == analyze(scripts, LOG_FAILED_LATE)
+    assert first.error_statements != second.error_statements
+    assert first.match.exe != second.match.exe
+
+
+def test_log_functions_are_part_of_the_key() -> None:
+    script = Script("t.py", "def test_a(dut):\n    dut.say('hello')\n    assert dut.ok\n")
+    parses = ParseCache()
+    plain = analyze([script], "hello\n", parses=parses)
+    told = analyze([script], "hello\n", log_functions=("*.say",), parses=parses)
+    assert parses.misses == 2
+    assert not plain.log_statements
+    assert [ls.callee for ls in told.log_statements] == ["dut.say"]
+
+
+def test_a_changed_byte_is_a_new_parse() -> None:
+    parses = ParseCache()
+    analyze([Script("test_ports.py", SCRIPT)], LOG_FAILED_AT_PORT, parses=parses)
+    edited = SCRIPT.replace("all ports up", "every port up")
+    analysis = analyze([Script("test_ports.py", edited)], LOG_FAILED_AT_PORT, parses=parses)
+    assert parses.misses == 2
+    assert "every port up" in analysis.program.files[0].lines[10]
+
+
+def test_stricter_limits_check_a_cached_parse_again() -> None:
+    nested = "".join("    " * (i + 1) + "if x:\n" for i in range(12))
+    deep = "def test_a():\n" + nested + "    " * 13 + "pass\n"
+    scripts = [Script("t.py", deep)]
+    parses = ParseCache()
+    analyze(scripts, "", parses=parses)  # parsed with no limits: never checked
+    with pytest.raises(InputTooCostly, match="max_nesting_depth=8"):
+        analyze(scripts, "", parses=parses, limits=CostLimits(max_nesting_depth=8))
+    analyze(scripts, "", parses=parses, limits=CostLimits(max_nesting_depth=20))
+    assert parses.misses == 1  # the failed check kept the parse; the looser limits passed on it
+
+
+def test_looser_limits_trust_an_earlier_check() -> None:
+    parsed = parse_scripts([Script("t.py", SCRIPT)], log_patterns(()), CostLimits(max_nesting_depth=3))
+    assert parsed.checked == CostLimits(max_nesting_depth=3)
+    parsed.check([Script("t.py", SCRIPT)], CostLimits())  # defaults are looser: nothing to redo
+    with pytest.raises(InputTooCostly, match="max_nesting_depth=1"):
+        parsed.check([Script("t.py", SCRIPT)], CostLimits(max_nesting_depth=1))
+
+
+def test_least_recently_used_goes_first_and_size_bounds_the_cache() -> None:
+    parses = ParseCache(max_entries=2, max_chars=3 * len(SCRIPT))
+    a, b, c = ([Script(f"test_{n}.py", SCRIPT)] for n in "abc")
+    for scripts in (a, b, a, c):  # a used again before c arrives: b is the oldest
+        analyze(scripts, LOG_FAILED_AT_PORT, parses=parses)
+    assert len(parses) == 2
+    analyze(a, LOG_FAILED_AT_PORT, parses=parses)
+    analyze(b, LOG_FAILED_AT_PORT, parses=parses)
+    assert (parses.hits, parses.misses) == (2, 4)
+    big = [Script("test_big.py", SCRIPT * 4)]  # over max_chars: parsed, answered, not kept
+    analyze(big, LOG_FAILED_AT_PORT, parses=parses)
+    analyze(big, LOG_FAILED_AT_PORT, parses=parses)
+    assert parses.misses == 6
+
+
+def test_derived_facts_are_built_once_per_parse() -> None:
+    calls: list[int] = []
+
+    def build(program, trees):
+        calls.append(1)
+        return build_facts(program, trees)
+
+    parsed = parse_scripts([Script("test_ports.py", SCRIPT)], log_patterns(()))
+    assert parsed.derived(build) is parsed.derived(build)
+    assert len(calls) == 1
