@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import signal
@@ -178,11 +179,14 @@ async def fire(
     server_pid: int | None = None,
     large_clients: int = 0,
     client_kind: str = "raw",
+    distinct_scripts: bool = False,
 ) -> dict[str, Any]:
     """``requests`` POSTs, at most ``concurrency`` in flight; the whole run is cut off at ``timeout``.
 
     With ``large_clients``, that many clients post large cases back to back for the whole run
-    (started, and given time to fill the server, before the timed requests).
+    (started, and given time to fill the server, before the timed requests). With
+    ``distinct_scripts`` every request's script differs by a comment, so that no analysis worker
+    has parsed it before (the cost of a script seen for the first time).
     """
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     stop = asyncio.Event()
@@ -202,16 +206,28 @@ async def fire(
     gate = asyncio.Semaphore(concurrency)
 
     raw = RawClient(url, concurrency)
-    request = RawClient.encode("/v1/triage", payload, f"{raw.host}:{raw.port}")
+    host = f"{raw.host}:{raw.port}"
+    request = RawClient.encode("/v1/triage", payload, host)
+    sent = itertools.count()
+
+    def unique(n: int) -> dict[str, Any]:
+        first = payload["scripts"][0]
+        script = {**first, "content": f"{first['content']}\n# loadbench request {n}\n"}
+        return {**payload, "scripts": [script, *payload["scripts"][1:]]}
 
     async def one(client: httpx.AsyncClient) -> None:
         async with gate:
+            this = unique(next(sent)) if distinct_scripts else payload
             started = time.perf_counter()
             try:
                 if client_kind == "raw":
-                    key = str(await raw.post(request))
+                    key = str(
+                        await raw.post(
+                            RawClient.encode("/v1/triage", this, host) if distinct_scripts else request
+                        )
+                    )
                 else:
-                    key = str((await client.post("/v1/triage", json=payload)).status_code)
+                    key = str((await client.post("/v1/triage", json=this)).status_code)
             except (httpx.HTTPError, OSError, asyncio.IncompleteReadError, ValueError) as exc:
                 key = type(exc).__name__
             latencies.append(time.perf_counter() - started)
@@ -272,6 +288,7 @@ async def fire(
         "max_ms": round(max(latencies, default=float("nan")) * 1000, 1),
         "mean_ms": round(statistics.fmean(latencies) * 1000, 1) if latencies else float("nan"),
         "client": client_kind,
+        "scripts": "distinct" if distinct_scripts else "same",
         **extra,
     }
 
@@ -355,6 +372,7 @@ def run_mode(mode: str, args: argparse.Namespace, workdir: Path) -> dict[str, An
                 server_pid=pid,
                 large_clients=large,
                 client_kind=args.client,
+                distinct_scripts=args.distinct_scripts,
             )
         )
 
@@ -401,6 +419,11 @@ def main(argv: list[str] | None = None) -> int:
         default="raw",
         help="the timed requests' client: raw keep-alive sockets (light on the shared CPU) or httpx",
     )
+    parser.add_argument(
+        "--distinct-scripts",
+        action="store_true",
+        help="a different script in every request (by a comment): no worker has parsed it before",
+    )
     args = parser.parse_args(argv)
     if args.requests < 1 or args.concurrency < 1:
         parser.error("--requests and --concurrency must be >= 1")
@@ -417,6 +440,8 @@ def main(argv: list[str] | None = None) -> int:
                     extra += f"{stats['model_concurrency']})"
                 if mode == "mixed":
                     extra = f" beside {stats['large_clients']} large-case clients {stats['large_statuses']}"
+                if stats["scripts"] == "distinct":
+                    extra += "; a new script each request"
                 if stats["processes"]:
                     extra += f"; {stats['processes']} server process(es)"
                 if "server_cpu_ms_per_request" in stats:

@@ -135,6 +135,7 @@ def _worker_main(conn: Connection, memory_bytes: int, niceness: int = 0, warm: b
         peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         try:
             conn.send((*reply, peak_kb))
+            reply = ()  # the result is not kept alive into the next job (whose heap is frozen)
         except MemoryError:
             conn.send(("limit", f"the result exceeded the memory ceiling of {_mb(memory_bytes)}", peak_kb))
             exit_after = True

@@ -25,6 +25,21 @@ from app.triage import prepare, rank
 # This worker's parses of recently seen scripts: the service sees the same test files again and
 # again with new logs, and only the log's half of an analysis differs.
 PARSES = ParseCache()
+_frozen_at = {"misses": 0}  # PARSES.misses when the heap was last frozen
+
+
+def _freeze_new_parses() -> None:
+    """Move parses kept since the last job out of the collector's sight, before this job starts.
+
+    The ``gc.collect`` after every job walks every object not frozen: with a full cache of
+    parses that walk cost more than the analysis it followed. Done at the start of the next job,
+    when the last one's objects are gone (only the cache holds new ones); evicted parses are
+    acyclic and freed by reference counting, frozen or not.
+    """
+    if PARSES.misses != _frozen_at["misses"]:
+        gc.collect()
+        gc.freeze()
+        _frozen_at["misses"] = PARSES.misses
 
 
 def static(
@@ -80,6 +95,7 @@ def static_with_history(
     """The history-aware triage (``app.history.surface``) with its snapshot (packed); no model is asked."""
     from app.history.surface import triage_with_history
 
+    _freeze_new_parses()
     try:
         result, request, section = triage_with_history(
             scripts, log, options, history, choice, limits, parses=PARSES
@@ -99,6 +115,7 @@ def _static(
     explain: bool,
 ) -> tuple[TriageResult | RankRequest, RankRequest]:
     started = time.perf_counter()
+    _freeze_new_parses()
     try:
         request = prepare(scripts, log, options, explain=explain, limits=limits, parses=PARSES)
         if choose(request.options.ranker, model_configured=model_configured) != "llm" or not model_configured:
@@ -141,6 +158,7 @@ def warm_up() -> None:
     static_with_snapshot([script], log, options, CostLimits())
     gc.collect()
     gc.freeze()
+    _frozen_at["misses"] = PARSES.misses
 
 
 def ping() -> int:

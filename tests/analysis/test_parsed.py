@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
+
 import pytest
 
 from app.analysis.limits import CostLimits, InputTooCostly
@@ -141,6 +144,23 @@ def test_least_recently_used_goes_first_and_size_bounds_the_cache() -> None:
     analyze(big, LOG_FAILED_AT_PORT, parses=parses)
     analyze(big, LOG_FAILED_AT_PORT, parses=parses)
     assert parses.misses == 6
+
+
+def test_an_evicted_parse_is_freed_by_reference_counting_alone() -> None:
+    """Analysis workers freeze cached parses out of the collector's sight: an evicted one must
+    then need no cycle collection to be freed (no reference cycles in it)."""
+    parses = ParseCache(max_entries=1)
+    first = [Script("test_a.py", SCRIPT)]
+    analysis = analyze(first, LOG_FAILED_AT_PORT, parses=parses)
+    analysis.parsed.derived(build_facts)
+    gone = weakref.ref(analysis.parsed)
+    gc.disable()
+    try:
+        del analysis
+        analyze([Script("test_b.py", SCRIPT)], LOG_FAILED_AT_PORT, parses=parses)  # evicts the first
+        assert gone() is None
+    finally:
+        gc.enable()
 
 
 def test_derived_facts_are_built_once_per_parse() -> None:

@@ -124,6 +124,23 @@ def test_a_worker_parses_a_script_once_and_answers_each_log_of_it_as_the_process
         assert packed.log_lines == len(text.splitlines())
 
 
+def test_a_new_parse_is_frozen_before_the_next_job_so_collections_stay_cheap() -> None:
+    scripts, log = _example()
+    other = (Script("test_other.py", scripts[0].content + "\n# another file\n"),)
+
+    async def body(pool: AnalysisPool) -> list[int]:
+        counts = [await pool.run("frozen_objects")]
+        for case in (other, scripts, scripts):
+            await pool.run("static", case, log, OPTIONS)
+            counts.append(await pool.run("frozen_objects"))
+        return counts
+
+    warm, after_new, after_next, after_hit = _with_pool(PoolLimits(), body)
+    assert after_new == warm  # the new parse is frozen when the next analysis starts
+    assert after_next > warm  # that parse: its statements, records, facts
+    assert after_hit == after_next  # a parse seen before adds nothing
+
+
 def test_bad_options_are_a_value_error_and_the_worker_stays() -> None:
     scripts, log = _example()
 
