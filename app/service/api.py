@@ -40,6 +40,7 @@ from app.service.runner import Runner
 from app.service.schemas import BatchRequest
 from app.service.security import BrowserSafetyMiddleware, csrf_field, csrf_token, require_csrf
 from app.service.store import Store, make_engine, migrate
+from app.service.writer import TriageWriter
 from app.settings import Settings, get_settings
 
 log = logging.getLogger(__name__)
@@ -58,12 +59,14 @@ def create_app(settings: Settings | None = None, *, worker_id: str | None = None
     """Build an app. Migrations, the model client and the batch worker start with its lifespan."""
     settings = settings or get_settings()
     metrics = Metrics()
+    store = Store(make_engine(settings.database_url))
     runtime = Runtime(
         settings=settings,
-        store=Store(make_engine(settings.database_url)),
+        store=store,
         metrics=metrics,
         runner=Runner(None, metrics),
         worker_id=worker_id or f"{socket.gethostname()}:api",
+        writer=TriageWriter(store),
     )
     app = FastAPI(
         title="tcfl",
@@ -140,6 +143,8 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
             runtime.pool = None
         if runtime.client is not None:
             await runtime.client.aclose()
+        if runtime.writer is not None:
+            await asyncio.to_thread(runtime.writer.close)
         runtime.store.close()
 
 

@@ -17,6 +17,7 @@ from app.service.metrics import Metrics
 from app.service.pool import AnalysisPool
 from app.service.runner import Runner
 from app.service.store import Store
+from app.service.writer import TriageWriter
 from app.settings import Settings
 
 
@@ -29,6 +30,7 @@ class Runtime:
     metrics: Metrics
     runner: Runner
     worker_id: str
+    writer: TriageWriter | None = None  # finished synchronous triages, written in batches
     client: ModelClient | None = None
     worker: Worker | None = None
     pool: AnalysisPool | None = None

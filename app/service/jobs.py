@@ -17,6 +17,7 @@ from typing import Any
 from app.service.metrics import Metrics
 from app.service.pool import JOB_CLOCK, JobClock, PoolUnavailable
 from app.service.store import Claim, Store, StoredTriage, Submission
+from app.service.writer import TriageWriter
 
 log = logging.getLogger(__name__)
 
@@ -195,13 +196,15 @@ async def triage_now(
     runner: Callable[[Submission], Awaitable[dict[str, Any]]],
     leases: SyncLeases | None,
     case: Submission,
+    writer: TriageWriter | None = None,
 ) -> StoredTriage:
     """Run one synchronous triage and store it; a failure is stored too, then re-raised.
 
     A fast triage is written once, when done (one transaction). One still running after
     ``RUNNING_AFTER_S`` of analysis (a model call, a large case; time queued for an analysis
     worker does not count) is written as running first, leased like a batch item, so that it
-    shows on the dashboard and a dead server's triage is marked failed.
+    shows on the dashboard and a dead server's triage is marked failed. ``writer`` stores the
+    fast ones together with the others finishing at the same time (one transaction for them all).
     """
     clock = JobClock()
     token = JOB_CLOCK.set(clock)
@@ -230,6 +233,8 @@ async def triage_now(
         if request_id is not None and leases is not None:
             leases.inflight.discard(request_id)
     if request_id is None:
+        if writer is not None:
+            return await writer.record(case, data)
         return await asyncio.to_thread(store.record_triage, case, data)
     return await asyncio.to_thread(store.save_result, request_id, data)
 

@@ -29,6 +29,10 @@ if TYPE_CHECKING:
 # Statements built once and given their values as parameters: SQLAlchemy compiles each once
 # (its cache), where ``.values(...)`` built a new statement and coerced every value per call.
 _INSERT_REQUEST = insert(tables.triage_requests)
+# many at once, their ids back in the order given (SQLAlchemy's "insertmanyvalues")
+_INSERT_REQUESTS = insert(tables.triage_requests).returning(
+    tables.triage_requests.c.id, sort_by_parameter_order=True
+)
 _INSERT_REQUEST_SCRIPT = insert(tables.request_scripts)
 _INSERT_RESULT = insert(tables.results)
 _INSERT_SNAPSHOT = insert(tables.analysis_snapshots)
@@ -121,19 +125,50 @@ def record_to(url: str, case: Submission, data: dict[str, Any]) -> StoredTriage:
 
 def record_triage(conn: Connection, case: Submission, data: dict[str, Any]) -> StoredTriage:
     """A finished triage: its request (done), its result and its snapshot."""
-    data, snapshot = split_snapshot(data)
-    request_id, now = add_request(conn, case, "done")
-    conn.execute(_INSERT_RESULT, {"request_id": request_id, "data": data})
-    write_snapshot(conn, request_id, snapshot, data, replace=False)
-    return StoredTriage(
-        id=request_id,
-        status="done",
-        test_id=case.test_id,
-        created_at=now,
-        options=dict(case.options),
-        error=None,
-        result=data,
+    return record_triages(conn, [(case, data)])[0]
+
+
+def record_triages(
+    conn: Connection, items: Sequence[tuple[Submission, dict[str, Any]]]
+) -> list[StoredTriage]:
+    """Finished triages, each stored as ``record_triage`` stores one, with one statement per
+    table for them all (the service's writer stores the triages that finish together so)."""
+    if not items:
+        return []
+    split = [(case, *split_snapshot(data)) for case, data in items]
+    ids = scripts_ids(conn, [s.content for case, _, _ in split for s in case.scripts])
+    now = utcnow()
+    rows = [_request_row(case, "done", now) for case, _, _ in split]
+    request_ids = [int(i) for i in conn.execute(_INSERT_REQUESTS, rows).scalars()]
+    links = [
+        link for (case, _, _), rid in zip(split, request_ids, strict=True) for link in _links(case, rid, ids)
+    ]
+    if links:
+        conn.execute(_INSERT_REQUEST_SCRIPT, links)
+    conn.execute(
+        _INSERT_RESULT,
+        [{"request_id": rid, "data": data} for (_, data, _), rid in zip(split, request_ids, strict=True)],
     )
+    snapshots, chunks = [], []
+    for (_, data, snapshot), rid in zip(split, request_ids, strict=True):
+        row, chunk_rows = _snapshot_rows(rid, snapshot, data)
+        snapshots.append(row)
+        chunks.extend(chunk_rows)
+    conn.execute(_INSERT_SNAPSHOT, snapshots)
+    if chunks:
+        conn.execute(_INSERT_CHUNK, chunks)
+    return [
+        StoredTriage(
+            id=rid,
+            status="done",
+            test_id=case.test_id,
+            created_at=now,
+            options=dict(case.options),
+            error=None,
+            result=data,
+        )
+        for (case, data, _), rid in zip(split, request_ids, strict=True)
+    ]
 
 
 def add_request(
@@ -147,35 +182,31 @@ def add_request(
     """Insert a request and its script links; its id and creation time."""
     ids = script_ids if script_ids is not None else scripts_ids(conn, [s.content for s in case.scripts])
     now = utcnow()
-    request_id = int(
-        conn.execute(
-            _INSERT_REQUEST,
-            {
-                "test_id": case.test_id,
-                "status": status,
-                "options": case.options,
-                "log_z": pack(case.log),
-                "log_sha256": sha256_text(case.log),
-                "error": error,
-                "created_at": now,
-                "updated_at": now,
-            },
-        ).inserted_primary_key[0]
-    )
+    row = _request_row(case, status, now, error)
+    request_id = int(conn.execute(_INSERT_REQUEST, row).inserted_primary_key[0])
     if case.scripts:
-        conn.execute(
-            _INSERT_REQUEST_SCRIPT,
-            [
-                {
-                    "request_id": request_id,
-                    "position": i,
-                    "path": s.path,
-                    "script_id": ids[sha256_text(s.content)],
-                }
-                for i, s in enumerate(case.scripts)
-            ],
-        )
+        conn.execute(_INSERT_REQUEST_SCRIPT, _links(case, request_id, ids))
     return request_id, now
+
+
+def _request_row(case: Submission, status: str, now: datetime, error: str | None = None) -> dict[str, Any]:
+    return {
+        "test_id": case.test_id,
+        "status": status,
+        "options": case.options,
+        "log_z": pack(case.log),
+        "log_sha256": sha256_text(case.log),
+        "error": error,
+        "created_at": now,
+        "updated_at": now,
+    }
+
+
+def _links(case: Submission, request_id: int, ids: Mapping[str, int]) -> list[dict[str, Any]]:
+    return [
+        {"request_id": request_id, "position": i, "path": s.path, "script_id": ids[sha256_text(s.content)]}
+        for i, s in enumerate(case.scripts)
+    ]
 
 
 def scripts_ids(conn: Connection, contents: Sequence[str]) -> dict[str, int]:
@@ -239,30 +270,33 @@ def write_snapshot(
         chunks, rows = tables.log_chunks, tables.analysis_snapshots
         conn.execute(delete(chunks).where(chunks.c.request_id == request_id))
         conn.execute(delete(rows).where(rows.c.request_id == request_id))
+    row, chunk_rows = _snapshot_rows(request_id, snapshot, data)
+    conn.execute(_INSERT_SNAPSHOT, row)
+    if chunk_rows:
+        conn.execute(_INSERT_CHUNK, chunk_rows)
+
+
+def _snapshot_rows(
+    request_id: int, snapshot: Snapshot | PackedSnapshot | None, data: Mapping[str, Any]
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     packed = snapshot.packed() if isinstance(snapshot, Snapshot) else snapshot
-    conn.execute(
-        _INSERT_SNAPSHOT,
+    row = {
+        "request_id": request_id,
+        "version": packed.version if packed is not None else None,
+        "summary_z": packed.summary_z if packed is not None else None,
+        "log_lines": packed.log_lines if packed is not None else 0,
+        "created_at": utcnow(),
+        **index_values(data),
+    }
+    chunks = [
         {
             "request_id": request_id,
-            "version": packed.version if packed is not None else None,
-            "summary_z": packed.summary_z if packed is not None else None,
-            "log_lines": packed.log_lines if packed is not None else 0,
-            "created_at": utcnow(),
-            **index_values(data),
-        },
-    )
-    if packed is not None and packed.chunks:
-        conn.execute(
-            _INSERT_CHUNK,
-            [
-                {
-                    "request_id": request_id,
-                    "chunk": c.index,
-                    "first_line": c.first_line,
-                    "line_count": c.line_count,
-                    "text_z": c.text_z,
-                    "marks": c.marks,
-                }
-                for c in packed.chunks
-            ],
-        )
+            "chunk": c.index,
+            "first_line": c.first_line,
+            "line_count": c.line_count,
+            "text_z": c.text_z,
+            "marks": c.marks,
+        }
+        for c in (packed.chunks if packed is not None else ())
+    ]
+    return row, chunks

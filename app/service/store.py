@@ -211,8 +211,12 @@ class Store:
         A fast ``POST /v1/triage`` writes once, after the analysis: one commit, not one to mark
         it running and another to store its result (``jobs.triage_now``).
         """
+        return self.record_triages([(case, data)])[0]
+
+    def record_triages(self, items: Sequence[tuple[Submission, dict[str, Any]]]) -> list[StoredTriage]:
+        """Finished synchronous triages, all in one transaction (``app.service.writer``)."""
         with self.engine.begin() as conn:  # Core only: an ORM session cost a third of this write
-            return record.record_triage(conn, case, data)
+            return record.record_triages(conn, items)
 
     def record_failure(self, case: Submission, error: str) -> int:
         """Store a synchronous triage that failed (its input kept for a look), in one transaction."""

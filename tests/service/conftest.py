@@ -9,6 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from app.service.store import Store
 from tests.service.helpers import LIMITS, Server, pg_available, pg_schema
 
 
@@ -28,6 +29,16 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
     else:
         with pg_schema(request.getfixturevalue("pg_user")) as url:
             yield url
+
+
+@pytest.fixture
+def store(database_url: str) -> Iterator[Store]:
+    """A store opened (and migrated) on a fresh database, closed after the test."""
+    opened = Store.open(database_url)
+    try:
+        yield opened
+    finally:
+        opened.close()
 
 
 @pytest.fixture(scope="session", params=["sqlite", "postgres"])

@@ -6,7 +6,6 @@ import asyncio
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -37,15 +36,6 @@ def _case(n: int = 0, content: str = "def test():\n    assert 1 == 2\n") -> Subm
     return Submission(
         scripts=(Script("t.py", content),), log=f"log {n}\nAssertionError", options=OPTIONS, test_id=f"c{n}"
     )
-
-
-@pytest.fixture
-def store(database_url: str) -> Iterator[Store]:
-    opened = Store.open(database_url)
-    try:
-        yield opened
-    finally:
-        opened.close()
 
 
 def _count(store: Store, column: object) -> int:

@@ -42,7 +42,7 @@ async def create_triage(body: TriageRequest, runtime: RuntimeDep) -> dict[str, A
     try:
         # the plain runner unless history applies
         run = functools.partial(history_triage.run, runtime, body=body)
-        stored = await triage_now(runtime.store, run, runtime.leases, case)
+        stored = await triage_now(runtime.store, run, runtime.leases, case, runtime.writer)
     except ValueError as exc:  # AnalysisRejected too: a limit the input exceeded
         raise HTTPException(422, str(exc)) from None
     except PoolUnavailable as exc:

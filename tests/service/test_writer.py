@@ -1,0 +1,150 @@
+"""The triage writer: triages finishing together are stored in one transaction, each answered.
+
+Real databases (SQLite and PostgreSQL), real triages of the running example. To make a batch
+certain, another connection holds the write lock while the triages arrive, as a busy database
+does under load; the writer's first transaction waits on it and the rest queue up behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import event
+
+from app.analysis.model import Script
+from app.service.metrics import Metrics
+from app.service.runner import Runner
+from app.service.store import Store, Submission
+from app.service.writer import TriageWriter
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "data" / "running-example"
+OPTIONS = {"level": "block", "k": 3, "trace": "tplus", "ranker": "heuristic", "log_functions": ["Log.log"]}
+
+
+@pytest.fixture(scope="module")
+def finished() -> tuple[Submission, dict[str, Any]]:
+    """A real finished triage (its result data and snapshot), as a runner hands it to be stored."""
+    case = Submission(
+        scripts=(Script("test_example.py", (EXAMPLE / "test_example.py").read_text()),),
+        log=(EXAMPLE / "failure.log").read_text(),
+        options=OPTIONS,
+    )
+    return case, asyncio.run(Runner(None, Metrics())(case))
+
+
+@contextmanager
+def write_lock(store: Store) -> Iterator[Any]:
+    """Hold the database's write lock (SQLite) or the requests table (PostgreSQL) until released."""
+    conn = store.engine.connect()
+    try:
+        if store.dialect == "sqlite":
+            conn.begin()  # the engine's "begin" event issues BEGIN IMMEDIATE: the write lock
+        else:
+            conn.begin()
+            conn.exec_driver_sql("LOCK TABLE triage_requests IN ACCESS EXCLUSIVE MODE")
+        yield conn
+    finally:
+        conn.close()
+
+
+def _commits(store: Store) -> list[int]:
+    commits: list[int] = []
+    event.listen(store.engine, "commit", lambda _conn: commits.append(1))
+    return commits
+
+
+def test_triages_finishing_together_share_one_transaction_and_each_reads_back(
+    store: Store, finished: tuple[Submission, dict[str, Any]]
+) -> None:
+    case, data = finished
+    cases = [replace(case, test_id=f"test_{i}") for i in range(40)]
+    writer = TriageWriter(store)
+    commits = _commits(store)
+
+    async def main() -> list[Any]:
+        with write_lock(store) as held:
+            waiting = [asyncio.ensure_future(writer.record(c, dict(data))) for c in cases]
+            await asyncio.sleep(0.3)  # every triage is queued; the first transaction waits
+            assert not any(w.done() for w in waiting)
+            held.rollback()
+        return await asyncio.gather(*waiting)
+
+    stored = asyncio.run(main())
+    writer.close()
+    assert writer.written == 40
+    assert writer.batches <= 2 and len(commits) <= 2  # the first waited on the lock, the rest came together
+    assert len({s.id for s in stored}) == 40
+    for one, c in zip(stored, cases, strict=True):
+        again = store.get_triage(one.id)
+        assert again is not None and again.status == "done" and again.test_id == c.test_id
+        assert again.result == one.result
+        assert again.result["ranking"][0]["id"] == "BLOCK 6"
+    assert len(store.list_triage(limit=100).items) == 40
+
+
+def test_a_triage_that_cannot_be_stored_fails_alone(
+    store: Store, finished: tuple[Submission, dict[str, Any]]
+) -> None:
+    """The batch fails as a whole, then each triage is written on its own: only the bad one fails."""
+    case, data = finished
+    writer = TriageWriter(store)
+    bad = {**data, "ranking": [{"id": "BLOCK 1", "score": {1, 2}}]}  # a set: not JSON
+
+    async def main() -> list[Any]:
+        with write_lock(store) as held:
+            waiting = [
+                asyncio.ensure_future(
+                    writer.record(replace(case, test_id=f"test_{i}"), dict(bad if i == 3 else data))
+                )
+                for i in range(6)
+            ]
+            await asyncio.sleep(0.3)
+            held.rollback()
+        return await asyncio.gather(*waiting, return_exceptions=True)
+
+    outcomes = asyncio.run(main())
+    writer.close()
+    assert isinstance(outcomes[3], Exception)
+    good = [o for i, o in enumerate(outcomes) if i != 3]
+    assert all(not isinstance(o, BaseException) and o.status == "done" for o in good)
+    assert sorted(t.test_id or "" for t in store.list_triage(limit=10).items) == [
+        f"test_{i}" for i in range(6) if i != 3
+    ]
+
+
+def test_a_request_cancelled_while_its_triage_is_written_still_has_it_stored(
+    store: Store, finished: tuple[Submission, dict[str, Any]]
+) -> None:
+    case, data = finished
+    writer = TriageWriter(store)
+
+    async def main() -> None:
+        with write_lock(store) as held:
+            task = asyncio.ensure_future(writer.record(replace(case, test_id="gone"), dict(data)))
+            await asyncio.sleep(0.1)
+            task.cancel()
+            held.rollback()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    writer.close()  # stores what is queued before it returns
+    assert [t.test_id for t in store.list_triage(limit=10).items] == ["gone"]
+
+
+def test_a_closed_writer_refuses_new_triages(
+    store: Store, finished: tuple[Submission, dict[str, Any]]
+) -> None:
+    case, data = finished
+    writer = TriageWriter(store)
+    first = asyncio.run(writer.record(case, dict(data)))
+    writer.close()
+    assert store.get_triage(first.id) is not None
+    with pytest.raises(RuntimeError, match="closed"):
+        asyncio.run(writer.record(case, dict(data)))
