@@ -214,11 +214,7 @@ def scripts_ids(conn: Connection, contents: Sequence[str]) -> dict[str, int]:
     unique = {sha256_text(c): c for c in contents}
     if not unique:
         return {}
-    if conn.dialect.name == "postgresql":  # each dialect loads when used: postgresql's costs ~20 ms
-        from sqlalchemy.dialects.postgresql import insert as dialect_insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert as dialect_insert
-    scripts = tables.scripts
+    insert_new = _insert_scripts(conn.dialect.name)
     hashes = list(unique)
     ids: dict[str, int] = {}
     for start in range(0, len(hashes), 500):
@@ -235,12 +231,27 @@ def scripts_ids(conn: Connection, contents: Sequence[str]) -> dict[str, int]:
                 }
                 for h in missing
             ]
-            conn.execute(
-                dialect_insert(scripts).values(rows).on_conflict_do_nothing(index_elements=["sha256"])
-            )
+            conn.execute(insert_new, rows)
             known.update(conn.execute(_SCRIPT_IDS, {"hashes": missing}).all())
         ids.update(known)
     return ids
+
+
+_INSERT_SCRIPTS: dict[str, Any] = {}
+
+
+def _insert_scripts(dialect: str) -> Any:
+    """``INSERT ... ON CONFLICT (sha256) DO NOTHING`` for the dialect, built once (then cached
+    compiled) and given its rows as parameters."""
+    if dialect not in _INSERT_SCRIPTS:
+        if dialect == "postgresql":  # each dialect loads when used: postgresql's costs ~20 ms
+            from sqlalchemy.dialects.postgresql import insert as dialect_insert
+        else:
+            from sqlalchemy.dialects.sqlite import insert as dialect_insert
+        _INSERT_SCRIPTS[dialect] = dialect_insert(tables.scripts).on_conflict_do_nothing(
+            index_elements=["sha256"]
+        )
+    return _INSERT_SCRIPTS[dialect]
 
 
 def index_values(data: Mapping[str, Any]) -> dict[str, Any]:
