@@ -19,6 +19,7 @@ KEYS = {
     "log_bytes",
     "parse_ms",
     "static_ms",
+    "static_seen_ms",
     "rank_ms",
     "trace_ms",
     "static_x_parse",
@@ -51,6 +52,7 @@ def test_a_real_script_gets_a_log_of_its_own_messages(capsys: pytest.CaptureFixt
     assert main(["--script", str(PERF), "--log-lines", "300", "--repeat", "1", "--no-trace", "--json"]) == 0
     row = json.loads(capsys.readouterr().out)["rows"][0]
     assert row["script"] == PERF.name and row["trace_ms"] is None and row["script_lines"] > 2700
+    assert 0 < row["static_seen_ms"] < row["static_ms"]  # a short log: the parse is most of the work
 
 
 def test_the_table_has_a_row_per_case(capsys: pytest.CaptureFixture[str]) -> None:
