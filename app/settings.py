@@ -199,6 +199,12 @@ class Settings:
     analysis_memory_bytes: int = Field(
         2 * 1024**3, ge=0, description="Memory ceiling of one analysis worker (0 = none)"
     )
+    parse_cache_chars: int = Field(
+        1_000_000,
+        ge=0,
+        description="Script text whose parse each analysis worker keeps for the next failure of the same"
+        " scripts (about 100 bytes of memory per character; 0 = keep none)",
+    )
 
     # limits
     max_script_bytes: int = 2_000_000

@@ -112,6 +112,7 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
                 memory_bytes=settings.analysis_memory_bytes,
                 wall_s=3 * settings.analysis_cpu_s + 10,
             ),
+            parse_cache_chars=settings.parse_cache_chars,
         )
         await runtime.pool.start()
     runtime.runner.pool = runtime.pool

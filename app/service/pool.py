@@ -87,7 +87,13 @@ def _cpu_used() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _worker_main(conn: Connection, memory_bytes: int, niceness: int = 0, warm: bool = True) -> None:
+def _worker_main(
+    conn: Connection,
+    memory_bytes: int,
+    niceness: int = 0,
+    warm: bool = True,
+    parse_cache_chars: int | None = None,
+) -> None:
     """Serve jobs from ``conn`` until it closes or a limit was hit (then exit, to be replaced)."""
     import importlib
 
@@ -100,6 +106,8 @@ def _worker_main(conn: Connection, memory_bytes: int, niceness: int = 0, warm: b
         ceiling = memory_bytes if hard == resource.RLIM_INFINITY else min(memory_bytes, hard)
         resource.setrlimit(resource.RLIMIT_AS, (ceiling, hard))
     jobs = importlib.import_module(JOBS_MODULE)
+    if parse_cache_chars is not None:
+        jobs.PARSES.max_chars = parse_cache_chars
     if warm:
         # before any job's CPU limit applies: the cost is the worker's, not a job's; a worker that
         # could not warm up still serves (its first job pays the imports)
@@ -171,12 +179,15 @@ class AnalysisPool:
     Use from one event loop: ``await start()``, then ``run``, then ``await close()``.
     """
 
-    def __init__(self, size: int, limits: PoolLimits, *, warm: bool = True) -> None:
+    def __init__(
+        self, size: int, limits: PoolLimits, *, warm: bool = True, parse_cache_chars: int | None = None
+    ) -> None:
         if size < 1:
             raise ValueError(f"the pool needs at least one worker, got {size}")
         self.size = size
         self.limits = limits
         self.warm = warm  # each worker triages the running example and freezes the heap first
+        self.parse_cache_chars = parse_cache_chars  # None: the jobs module's default
         self.large_lane = size // 2
         self._ctx = multiprocessing.get_context("forkserver")
         self._ctx.set_forkserver_preload([JOBS_MODULE])
@@ -201,7 +212,7 @@ class AnalysisPool:
         niceness = LARGE_LANE_NICENESS if lane == "large" else 0
         process = self._ctx.Process(
             target=_worker_main,
-            args=(child, self.limits.memory_bytes, niceness, self.warm),
+            args=(child, self.limits.memory_bytes, niceness, self.warm, self.parse_cache_chars),
             name=f"tcfl-analysis-{lane}",
             daemon=True,
         )

@@ -124,6 +124,23 @@ def test_a_worker_parses_a_script_once_and_answers_each_log_of_it_as_the_process
         assert packed.log_lines == len(text.splitlines())
 
 
+def test_a_pool_told_to_keep_no_parse_parses_every_case() -> None:
+    scripts, log = _example()
+
+    async def main() -> tuple[int, int, int]:
+        pool = AnalysisPool(1, PoolLimits(), parse_cache_chars=0)
+        await pool.start()
+        try:
+            for _ in range(2):
+                await pool.run("static", scripts, log, OPTIONS)
+            return await pool.run("parse_cache_stats")
+        finally:
+            await pool.close()
+
+    hits, misses, entries = asyncio.run(main())
+    assert (hits, misses, entries) == (0, 3, 0)  # the warm-up's parse, then each case's
+
+
 def test_a_new_parse_is_frozen_before_the_next_job_so_collections_stay_cheap() -> None:
     scripts, log = _example()
     other = (Script("test_other.py", scripts[0].content + "\n# another file\n"),)
