@@ -58,17 +58,15 @@ class ParsedScripts:
     sites: dict[str, tuple[int, ...]]
     checked: CostLimits | None  # the limits these trees were found within (None: not checked)
     _derived: dict[Callable[..., Any], Any] = field(default_factory=dict, repr=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
 
     def derived(self, build: Callable[[Program, tuple[Tree, ...]], T]) -> T:
         """``build(program, trees)``, computed once per parse: a later stage's script-only facts
         (the heuristic's syntax facts) without this module knowing their type."""
-        with self._lock:
-            if build in self._derived:
-                return self._derived[build]
-        value = build(self.program, self.trees)
-        with self._lock:
-            return self._derived.setdefault(build, value)
+        with self._lock:  # one builder at a time: threads sharing a parse never walk its trees at once
+            if build not in self._derived:
+                self._derived[build] = build(self.program, self.trees)
+            return self._derived[build]
 
     def check(self, scripts: Sequence[Script], limits: CostLimits | None) -> None:
         """Raise ``InputTooCostly`` where these trees exceed ``limits``; nothing when they were
