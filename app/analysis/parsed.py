@@ -73,8 +73,9 @@ class ParsedScripts:
         already found within limits at least as strict."""
         if limits is None or _within(self.checked, limits):
             return
-        for script, tree in zip(scripts, self.trees, strict=True):
-            check_tree(script.path, tree, limits)
+        with self._lock:
+            for script, tree in zip(scripts, self.trees, strict=True):
+                check_tree(script.path, tree, limits)
 
 
 def _within(checked: CostLimits | None, limits: CostLimits) -> bool:
