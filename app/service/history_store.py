@@ -134,22 +134,18 @@ class RunRow(Base):
 Facts = tuple[str | None, str | None, dict[str, Any] | None, dict[str, Any] | None]
 
 
-# Every run of a test is recorded with the same scripts (a new log each time): parsed once
-_PARSES = ParseCache()
-
-
-def _facts(record: RunRecord) -> Facts:
+def _facts(record: RunRecord, parses: ParseCache) -> Facts:
     """(err_sig, error message, estimated trace, printed values) from the run's log and scripts.
 
     A pass without a log (CI results files record passes so) still ran its test to the normal
     end: its trace is the test's must-run lines, the rest doubtful (``_pass_trace``).
     """
     if not record.log:
-        return None, None, _pass_trace(record) if record.verdict == "pass" else None, None
+        return None, None, _pass_trace(record, parses) if record.verdict == "pass" else None, None
     failed = record.verdict in ("fail", "error")
     if record.scripts:
         try:
-            analysis = analyze(list(record.scripts), record.log, parses=_PARSES)
+            analysis = analyze(list(record.scripts), record.log, parses=parses)
         except ValueError:
             analysis = None
         if analysis is not None:
@@ -208,13 +204,13 @@ def _values_of(data: dict[str, Any] | None) -> Values:
     }
 
 
-def _pass_trace(record: RunRecord) -> dict[str, Any] | None:
+def _pass_trace(record: RunRecord, parses: ParseCache) -> dict[str, Any] | None:
     """A log-less pass's trace from its scripts: must-run lines "E", the other code lines "D";
     None without scripts or when no function of the scripts is the test."""
     if not record.scripts:
         return None
     try:
-        program = _PARSES.get(list(record.scripts), log_patterns(())).program
+        program = parses.get(list(record.scripts), log_patterns(())).program
     except ValueError:
         return None
     states = passing_states(program, record.test_id) or passing_states(program, record.key.base_id)
@@ -272,11 +268,12 @@ class HistoryStore:
         """
         identities = [r.identity() for r in records]
         facts: dict[str, Facts] = {}
+        parses = ParseCache()  # the runs of one results file share their tests' scripts: parsed once
         for attempt in (1, 2):
             known = self._known(identities)
             for record, identity in zip(records, identities, strict=True):
                 if identity not in known and identity not in facts:
-                    facts[identity] = _facts(record)
+                    facts[identity] = _facts(record, parses)
             try:
                 created = self._insert(records, identities, known, facts)
                 break
