@@ -59,6 +59,20 @@ class Metrics:
             "Analysis workers replaced (a limit hit, a crash, an abandoned request, or age)",
             registry=r,
         )
+        self.parse_cache = Gauge(
+            "tcfl_parse_cache_analyses",
+            "Analyses whose scripts' parse an analysis worker had kept (hit) or made (miss), since start",
+            ["result"],
+            registry=r,
+        )
+        self.write_transactions = Gauge(
+            "tcfl_store_write_transactions",
+            "Transactions that stored finished synchronous triages (several per transaction under load)",
+            registry=r,
+        )
+        self.triages_written = Gauge(
+            "tcfl_store_triages_written", "Finished synchronous triages stored by the writer", registry=r
+        )
 
     def observe_result(self, data: dict[str, Any], *, model_configured: bool) -> None:
         timings = data.get("timings") or {}
@@ -81,8 +95,9 @@ class Metrics:
         for status, n in depth.items():
             self.queue_depth.labels(status).set(n)
 
-    def set_runtime_state(self, client: Any, pool: Any) -> None:
-        """Read at scrape time from the model client's breaker and the analysis pool (either may be None)."""
+    def set_runtime_state(self, client: Any, pool: Any, writer: Any = None) -> None:
+        """Read at scrape time from the model client's breaker, the analysis pool and the triage
+        writer (any may be None)."""
         if client is not None:
             self.circuit_open.set(1 if client.breaker.state() == "open" else 0)
             self.circuit_opened.set(client.breaker.opened)
@@ -90,6 +105,11 @@ class Metrics:
             self.analysis_workers.set(pool.size)
             self.analysis_busy.set(pool.busy())
             self.analysis_recycled.set(pool.recycled)
+            self.parse_cache.labels("hit").set(pool.parse_hits)
+            self.parse_cache.labels("miss").set(pool.parse_misses)
+        if writer is not None:
+            self.write_transactions.set(writer.batches)
+            self.triages_written.set(writer.written)
 
     def render(self) -> bytes:
         """This process's metrics, or every server process's summed (``tcfl serve --processes``)."""

@@ -114,6 +114,7 @@ def _worker_main(
         with contextlib.suppress(Exception):
             jobs.warm_up()
     cpu_hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
+    parses = getattr(jobs, "PARSES", None)  # the worker's parse cache: each reply says hit or miss
     while True:
         try:
             name, args, cpu_s = conn.recv()
@@ -123,6 +124,7 @@ def _worker_main(
         if cpu_hard != resource.RLIM_INFINITY:
             soft = min(soft, cpu_hard)
         resource.setrlimit(resource.RLIMIT_CPU, (soft, cpu_hard))
+        counts = (parses.hits, parses.misses) if parses is not None else (0, 0)
         exit_after = False
         try:
             reply: tuple[Any, ...] = ("ok", getattr(jobs, name)(*args))
@@ -141,11 +143,16 @@ def _worker_main(
         finally:
             resource.setrlimit(resource.RLIMIT_CPU, (cpu_hard, cpu_hard))
         peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        parse = ""
+        if parses is not None:
+            parse = "hit" if parses.hits > counts[0] else "miss" if parses.misses > counts[1] else ""
         try:
-            conn.send((*reply, peak_kb))
+            conn.send((*reply, peak_kb, parse))
             reply = ()  # the result is not kept alive into the next job (whose heap is frozen)
         except MemoryError:
-            conn.send(("limit", f"the result exceeded the memory ceiling of {_mb(memory_bytes)}", peak_kb))
+            conn.send(
+                ("limit", f"the result exceeded the memory ceiling of {_mb(memory_bytes)}", peak_kb, "")
+            )
             exit_after = True
         except (OSError, EOFError):
             return
@@ -197,6 +204,8 @@ class AnalysisPool:
         self._closing = False
         self.recycled = 0
         self.last_peak_kb = 0
+        self.parse_hits = 0  # jobs whose scripts' parse a worker had kept
+        self.parse_misses = 0
 
     async def start(self) -> None:
         lanes = ["large"] * self.large_lane + ["small"] * (self.size - self.large_lane)
@@ -310,8 +319,12 @@ class AnalysisPool:
                 reply = await asyncio.to_thread(worker.conn.recv)
         except (EOFError, OSError):
             raise self._death(worker) from None
-        kind, payload, peak_kb = reply
+        kind, payload, peak_kb, parse = reply
         self.last_peak_kb = peak_kb
+        if parse == "hit":
+            self.parse_hits += 1
+        elif parse == "miss":
+            self.parse_misses += 1
         return kind, payload
 
     def _death(self, worker: _Worker) -> Exception:

@@ -311,6 +311,12 @@ def test_metrics_count_requests_phases_and_queue(api: httpx.Client) -> None:
     heuristic = ("tcfl_triages_total", (("ranker", "heuristic"),))
     assert after[heuristic] == before.get(heuristic, 0) + 1
     assert ("tcfl_batch_queue_depth", (("status", "queued"),)) in after
+    written = ("tcfl_store_triages_written", ())
+    assert after[written] == before.get(written, 0) + 1
+    assert after[("tcfl_store_write_transactions", ())] >= 1
+    # the example is what every analysis worker warms up on: its parse is kept
+    hit = ("tcfl_parse_cache_analyses", (("result", "hit"),))
+    assert after[hit] == before.get(hit, 0) + 1
 
 
 def test_openapi_documents_bodies_with_the_running_example(api: httpx.Client) -> None:

@@ -75,5 +75,5 @@ async def metrics(runtime: RuntimeDep) -> Response:
         runtime.metrics.set_queue_depth(depth)
     except Exception:
         runtime.metrics.queue_depth.clear()
-    runtime.metrics.set_runtime_state(runtime.client, runtime.pool)
+    runtime.metrics.set_runtime_state(runtime.client, runtime.pool, runtime.writer)
     return Response(runtime.metrics.render(), media_type=CONTENT_TYPE)
