@@ -7,8 +7,9 @@ One writer thread takes every triage waiting, stores them in one transaction wit
 per table (``record.record_triages``) and answers each request. Alone, a triage is written at
 once, as before; a batch grows only while the database is busy with the previous one.
 
-A batch that fails is written again one triage at a time, so a bad triage fails only its own
-request and nothing of the others is lost.
+A batch that fails on its data is written again one triage at a time, so a bad triage fails only
+its own request and nothing of the others is lost; one the database refused (locked past its busy
+timeout, unreachable) fails every request of the batch at once.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import logging
 import queue
 import threading
 from typing import Any
+
+from sqlalchemy.exc import OperationalError
 
 from app.service.record import StoredTriage, Submission
 from app.service.store import Store
@@ -40,8 +43,8 @@ class TriageWriter:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._closed = False
-        self.batches = 0  # transactions written (for tests and the benchmark)
-        self.written = 0
+        self.batches = 0  # transactions tried (for /metrics and tests)
+        self.written = 0  # triages stored
 
     async def record(self, case: Submission, data: dict[str, Any]) -> StoredTriage:
         loop = asyncio.get_running_loop()
@@ -90,8 +93,10 @@ class TriageWriter:
         try:
             outcomes = list(self.store.record_triages([(case, data) for case, data, _, _ in batch]))
         except Exception as exc:
-            if len(batch) == 1:
-                outcomes = [exc]
+            if len(batch) == 1 or isinstance(exc, OperationalError):
+                # a locked or unreachable database fails them all at once: trying each again
+                # would make every request wait out the busy timeout once more
+                outcomes = [exc] * len(batch)
             else:
                 log.warning(
                     "a batch of triages failed to store; storing them one by one", extra={"size": len(batch)}
@@ -99,7 +104,7 @@ class TriageWriter:
                 outcomes = [_outcome(self.store, item) for item in batch]
                 self.batches += len(batch)
         self.batches += 1
-        self.written += len(batch)
+        self.written += sum(not isinstance(o, BaseException) for o in outcomes)
         by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[StoredTriage], Any]]] = {}
         for (_, _, future, loop), outcome in zip(batch, outcomes, strict=True):
             by_loop.setdefault(loop, []).append((future, outcome))

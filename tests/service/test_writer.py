@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import event
+from sqlalchemy.exc import OperationalError
 
 from app.analysis.model import Script
 from app.service.metrics import Metrics
@@ -116,6 +117,37 @@ def test_a_triage_that_cannot_be_stored_fails_alone(
     assert sorted(t.test_id or "" for t in store.list_triage(limit=10).items) == [
         f"test_{i}" for i in range(6) if i != 3
     ]
+
+
+def test_a_database_that_refuses_the_batch_fails_it_at_once(
+    tmp_path: Path, finished: tuple[Submission, dict[str, Any]]
+) -> None:
+    """No retry one by one when the database itself refused (each would wait out the busy timeout)."""
+    case, data = finished
+    store = Store.open(f"sqlite:///{tmp_path / 'tcfl.db'}")
+    try:
+        with store.engine.begin() as conn:
+            conn.exec_driver_sql("DROP TABLE log_chunks")  # every write now fails in the database
+        writer = TriageWriter(store)
+        begins: list[int] = []
+        event.listen(store.engine, "begin", lambda _conn: begins.append(1))
+
+        async def main() -> list[Any]:
+            with write_lock(store) as held:
+                waiting = [asyncio.ensure_future(writer.record(case, dict(data))) for _ in range(5)]
+                await asyncio.sleep(0.3)
+                held.rollback()
+            return await asyncio.gather(*waiting, return_exceptions=True)
+
+        begins.clear()
+        outcomes = asyncio.run(main())
+        writer.close()
+        assert all(isinstance(o, OperationalError) for o in outcomes)
+        # one transaction tried per batch (the first may have left before the rest came), none per triage
+        assert writer.batches <= 2 and len(begins) <= 3 and writer.written == 0
+        assert store.list_triage(limit=10).items == []
+    finally:
+        store.close()
 
 
 def test_a_request_cancelled_while_its_triage_is_written_still_has_it_stored(
