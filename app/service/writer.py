@@ -52,7 +52,7 @@ class TriageWriter:
         with self._lock:
             if self._closed:
                 raise RuntimeError("the triage writer is closed")
-            if self._thread is None:
+            if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, name="tcfl-triage-writer", daemon=True)
                 self._thread.start()
             self._queue.put((case, data, future, loop))
@@ -84,7 +84,11 @@ class TriageWriter:
                     stop = True
                     break
                 batch.append(item)
-            self._write(batch)
+            try:
+                self._write(batch)
+            except Exception as exc:  # a bug: the batch's requests hear of it, the thread goes on
+                log.exception("the triage writer failed")
+                self._answer(batch, [exc] * len(batch))
             if stop:
                 return
 
@@ -105,6 +109,10 @@ class TriageWriter:
                 self.batches += len(batch)
         self.batches += 1
         self.written += sum(not isinstance(o, BaseException) for o in outcomes)
+        self._answer(batch, outcomes)
+
+    @staticmethod
+    def _answer(batch: list[_Item], outcomes: list[StoredTriage | BaseException]) -> None:
         by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[StoredTriage], Any]]] = {}
         for (_, _, future, loop), outcome in zip(batch, outcomes, strict=True):
             by_loop.setdefault(loop, []).append((future, outcome))
