@@ -180,3 +180,32 @@ def test_a_closed_writer_refuses_new_triages(
     assert store.get_triage(first.id) is not None
     with pytest.raises(RuntimeError, match="closed"):
         asyncio.run(writer.record(case, dict(data)))
+
+
+class _ShortStore(Store):
+    """A store whose first batch answer is one triage short (a bug the writer must survive)."""
+
+    broken = True
+
+    def record_triages(self, items):  # type: ignore[no-untyped-def]
+        stored = super().record_triages(items)
+        if self.broken:
+            self.broken = False
+            return stored[:-1]
+        return stored
+
+
+def test_a_writer_that_hits_a_bug_answers_with_the_error_and_goes_on(
+    tmp_path: Path, finished: tuple[Submission, dict[str, Any]]
+) -> None:
+    case, data = finished
+    store = _ShortStore.open(f"sqlite:///{tmp_path / 'tcfl.db'}")
+    try:
+        writer = TriageWriter(store)
+        with pytest.raises(ValueError):
+            asyncio.run(writer.record(case, dict(data)))
+        again = asyncio.run(writer.record(case, dict(data)))  # same thread, still serving
+        assert again.status == "done" and store.get_triage(again.id) is not None
+        writer.close()
+    finally:
+        store.close()
