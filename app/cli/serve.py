@@ -13,6 +13,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -20,6 +21,7 @@ from app.cli import UsageError
 
 SHUTDOWN_GRACE_S = 5  # open requests get this long after SIGTERM; the model calls are cancelled at once
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"  # where prometheus_client keeps each process's values
+METRICS_PREFIX = "tcfl-metrics-"  # then the first process's pid: a folder whose server died is found
 PR_SET_PDEATHSIG = 1
 
 
@@ -82,13 +84,30 @@ def check_port(host: str, port: int) -> None:
             ) from None
 
 
+def _remove_stale_metrics_dirs() -> None:
+    """The metrics folders of servers that died without cleaning up (kill -9): their first
+    process's pid is in the name, and no process has it any more."""
+    folder = Path(tempfile.gettempdir())
+    for path in folder.glob(f"{METRICS_PREFIX}*-*"):
+        pid = path.name[len(METRICS_PREFIX) :].split("-", 1)[0]
+        if not pid.isdigit() or not path.is_dir():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(path, ignore_errors=True)
+        except PermissionError:  # alive, another user's
+            continue
+
+
 def run(args: argparse.Namespace) -> int:
     if args.processes < 1:
         raise UsageError(f"--processes must be >= 1, got {args.processes}")
     metrics_dir = None
     if args.processes > 1 and not os.environ.get(MULTIPROC_ENV):
         # before prometheus_client is imported: it picks per-process value files then
-        metrics_dir = tempfile.mkdtemp(prefix="tcfl-metrics-")
+        _remove_stale_metrics_dirs()
+        metrics_dir = tempfile.mkdtemp(prefix=f"{METRICS_PREFIX}{os.getpid()}-")
         os.environ[MULTIPROC_ENV] = metrics_dir
     try:
         return _run(args)

@@ -83,15 +83,31 @@ def test_processes_share_the_port_and_metrics_add_up_over_all_of_them(tmp_path: 
 
 
 def test_the_other_processes_stop_when_the_first_is_killed(tmp_path: Path) -> None:
-    srv = Server(
-        f"sqlite:///{tmp_path / 'tcfl.db'}", tmp_path, extra_args=("--processes", "2", "--workers", "1")
-    )
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    args = ("--processes", "2", "--workers", "1")
+    srv = Server(f"sqlite:///{tmp_path / 'tcfl.db'}", tmp_path, env={"TMPDIR": str(temp)}, extra_args=args)
     srv.start()
     assert srv.proc is not None
     children = _servers_under(srv.proc.pid)
     assert len(children) == 1
     srv.kill()
     assert _gone(children, 20), "a server process outlived its killed parent"
+
+    def ours() -> list[str]:  # (multiprocessing's own pymp-* folders are not ours to remove)
+        return [p.name for p in temp.glob("tcfl-metrics-*")]
+
+    left = ours()
+    assert len(left) == 1 and left[0].startswith(f"tcfl-metrics-{srv.proc.pid}-")  # left by kill -9
+    again = Server(f"sqlite:///{tmp_path / 'tcfl.db'}", tmp_path, env={"TMPDIR": str(temp)}, extra_args=args)
+    again.start()
+    try:
+        assert again.proc is not None
+        now = ours()
+        assert len(now) == 1 and now[0].startswith(f"tcfl-metrics-{again.proc.pid}-")  # the dead one's gone
+    finally:
+        again.stop()
+    assert ours() == []
 
 
 def test_zero_processes_is_a_usage_error(tmp_path: Path) -> None:
