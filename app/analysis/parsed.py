@@ -74,8 +74,12 @@ class ParsedScripts:
         if limits is None or _within(self.checked, limits):
             return
         with self._lock:
-            for script, tree in zip(scripts, self.trees, strict=True):
-                check_tree(script.path, tree, limits)
+            _check_trees(scripts, self.trees, limits)
+
+
+def _check_trees(scripts: Sequence[Script], trees: Sequence[Tree], limits: CostLimits) -> None:
+    for script, tree in zip(scripts, trees, strict=True):
+        check_tree(script.path, tree, limits)
 
 
 def _within(checked: CostLimits | None, limits: CostLimits) -> bool:
@@ -95,8 +99,7 @@ def parse_scripts(
     """Parse the scripts and build their program model; ``InputTooCostly`` over ``limits``."""
     trees = tuple(parse_tree(normalize_newlines(s.content)) for s in scripts)
     if limits is not None:
-        for script, tree in zip(scripts, trees, strict=True):
-            check_tree(script.path, tree, limits)
+        _check_trees(scripts, trees, limits)
     captures = [call_captures(tree) for tree in trees]  # one query per script, for calls and logging
     program = parse_program(scripts, trees, captures)
     index = line_index(program)

@@ -140,20 +140,19 @@ def record_triages(
     now = utcnow()
     rows = [_request_row(case, "done", now) for case, _, _ in split]
     request_ids = [int(i) for i in conn.execute(_INSERT_REQUESTS, rows).scalars()]
-    links = [
-        link for (case, _, _), rid in zip(split, request_ids, strict=True) for link in _links(case, rid, ids)
-    ]
-    if links:
-        conn.execute(_INSERT_REQUEST_SCRIPT, links)
-    conn.execute(
-        _INSERT_RESULT,
-        [{"request_id": rid, "data": data} for (_, data, _), rid in zip(split, request_ids, strict=True)],
-    )
-    snapshots, chunks = [], []
-    for (_, data, snapshot), rid in zip(split, request_ids, strict=True):
+    links: list[dict[str, Any]] = []
+    results: list[dict[str, Any]] = []
+    snapshots: list[dict[str, Any]] = []
+    chunks: list[dict[str, Any]] = []
+    for (case, data, snapshot), rid in zip(split, request_ids, strict=True):
+        links.extend(_links(case, rid, ids))
+        results.append({"request_id": rid, "data": data})
         row, chunk_rows = _snapshot_rows(rid, snapshot, data)
         snapshots.append(row)
         chunks.extend(chunk_rows)
+    if links:
+        conn.execute(_INSERT_REQUEST_SCRIPT, links)
+    conn.execute(_INSERT_RESULT, results)
     conn.execute(_INSERT_SNAPSHOT, snapshots)
     if chunks:
         conn.execute(_INSERT_CHUNK, chunks)

@@ -17,6 +17,7 @@ from app.analysis.parsed import ParseCache
 from app.analysis.snapshot import PackedSnapshot, Snapshot
 from app.analysis.snapshot import build as build_snapshot
 from app.localize.llm import ModelClient
+from app.options import TriageOptions
 from app.rankers.base import RankRequest
 from app.service.cases import triage_options
 from app.service.metrics import Metrics
@@ -48,7 +49,7 @@ class Runner:
         snapshot: Snapshot | PackedSnapshot
         if self.pool is None:
             # the static phase runs off the event loop, so it overlaps the model calls of other items
-            request, started = await asyncio.to_thread(_prepare, case, self.parses)
+            request, started = await asyncio.to_thread(_prepare, case, options, self.parses)
             result = await rank(request, client=self.client, started=started)
             snapshot = await asyncio.to_thread(build_snapshot, request.analysis, request.rendered, case.log)
             data = stored_data(result)
@@ -74,8 +75,7 @@ class Runner:
         return data
 
 
-def _prepare(case: Submission, parses: ParseCache) -> tuple[RankRequest, float]:
+def _prepare(case: Submission, options: TriageOptions, parses: ParseCache) -> tuple[RankRequest, float]:
     started = time.perf_counter()
     # each line's reason is kept for the snapshot the dashboard shows
-    options = triage_options(case.options)
     return prepare(case.scripts, case.log, options, explain=True, parses=parses), started

@@ -54,6 +54,16 @@ def write_lock(store: Store) -> Iterator[Any]:
         conn.close()
 
 
+@contextmanager
+def sqlite_store(tmp_path: Path, kind: type[Store] = Store) -> Iterator[Store]:
+    """A store on a SQLite file of its own, for the tests that break it on purpose."""
+    store = kind.open(f"sqlite:///{tmp_path / 'tcfl.db'}")
+    try:
+        yield store
+    finally:
+        store.close()
+
+
 def _commits(store: Store) -> list[int]:
     commits: list[int] = []
     event.listen(store.engine, "commit", lambda _conn: commits.append(1))
@@ -124,8 +134,7 @@ def test_a_database_that_refuses_the_batch_fails_it_at_once(
 ) -> None:
     """No retry one by one when the database itself refused (each would wait out the busy timeout)."""
     case, data = finished
-    store = Store.open(f"sqlite:///{tmp_path / 'tcfl.db'}")
-    try:
+    with sqlite_store(tmp_path) as store:
         with store.engine.begin() as conn:
             conn.exec_driver_sql("DROP TABLE log_chunks")  # every write now fails in the database
         writer = TriageWriter(store)
@@ -146,8 +155,6 @@ def test_a_database_that_refuses_the_batch_fails_it_at_once(
         # one transaction tried per batch (the first may have left before the rest came), none per triage
         assert writer.batches <= 2 and len(begins) <= 3 and writer.written == 0
         assert store.list_triage(limit=10).items == []
-    finally:
-        store.close()
 
 
 def test_a_request_cancelled_while_its_triage_is_written_still_has_it_stored(
@@ -199,13 +206,10 @@ def test_a_writer_that_hits_a_bug_answers_with_the_error_and_goes_on(
     tmp_path: Path, finished: tuple[Submission, dict[str, Any]]
 ) -> None:
     case, data = finished
-    store = _ShortStore.open(f"sqlite:///{tmp_path / 'tcfl.db'}")
-    try:
+    with sqlite_store(tmp_path, _ShortStore) as store:
         writer = TriageWriter(store)
         with pytest.raises(ValueError):
             asyncio.run(writer.record(case, dict(data)))
         again = asyncio.run(writer.record(case, dict(data)))  # same thread, still serving
         assert again.status == "done" and store.get_triage(again.id) is not None
         writer.close()
-    finally:
-        store.close()
