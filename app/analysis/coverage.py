@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import repeat
 
 from app.analysis.logparse import LogMessages
 from app.analysis.model import LogStatement, MatchResult, ParsedLog
@@ -66,7 +67,7 @@ def log_coverage(statements: Sequence[LogStatement], match: MatchResult, log: Pa
     levelled = [level for level in levels if level]  # the column: no message objects made
     if len(levelled) < max(3, len(log.messages) // 2):
         return Coverage(frozenset(), ())
-    lowest = min(LEVEL_RANK.get(level.upper(), 20) for level in levelled)
+    lowest = min(map(LEVEL_RANK.get, map(str.upper, set(levelled)), repeat(20)))  # a few distinct levels
     silent = {
         s.sid
         for s in static

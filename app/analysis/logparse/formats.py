@@ -442,9 +442,11 @@ class _BulkRead:
         else:
             raws = [None] * len(found)
         codes: list[int | None] = list(map(entry.codes.get, raws))
-        if None in codes:
-            for j in compress(range(len(codes)), map(is_, codes, repeat(None))):
-                codes[j] = self.prefixer.packed(self.cols, entry, raws[j]) if ours is None or ours[j] else 0
+        if None in codes:  # each new prefix coded once, in line order, then every line looked up again
+            new = map(is_, codes, repeat(None))
+            for raw in dict.fromkeys(compress(raws, new if ours is None else map(and_, new, ours))):
+                self.prefixer.packed(self.cols, entry, raw)
+            codes = list(map(entry.codes.get, raws, repeat(0)))
         return codes  # type: ignore[return-value]
 
     def possible(self, lines: Iterable[int] | None, a: int, b: int) -> list[int]:
