@@ -445,11 +445,10 @@ def main(argv: list[str] | None = None) -> int:
                 if stats["processes"]:
                     extra += f"; {stats['processes']} server process(es)"
                 if "server_cpu_ms_per_request" in stats:
-                    extra += (
-                        f"; CPU ms/request: server {stats['server_cpu_ms_per_request']} (main process"
-                        f" {stats['server_main_cpu_ms_per_request']}), client"
-                        f" {stats['client_cpu_ms_per_request']}"
-                    )
+                    extra += f"; CPU ms/request: server {stats['server_cpu_ms_per_request']}"
+                    if (stats["processes"] or 1) == 1:  # several: the process started only supervises
+                        extra += f" (main process {stats['server_main_cpu_ms_per_request']})"
+                    extra += f", client {stats['client_cpu_ms_per_request']}"
                 print(
                     f"{mode:9s} {stats['ok']}/{stats['requests']} ok, {stats['concurrency']} at once{extra}: "
                     f"{stats['requests_per_s']} req/s, p50 {stats['p50_ms']} ms, p90 {stats['p90_ms']} ms, "

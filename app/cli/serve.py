@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import logging
 import os
 import shutil
 import signal
@@ -21,8 +22,10 @@ from app.cli import UsageError
 
 SHUTDOWN_GRACE_S = 5  # open requests get this long after SIGTERM; the model calls are cancelled at once
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"  # where prometheus_client keeps each process's values
-METRICS_PREFIX = "tcfl-metrics-"  # then the first process's pid: a folder whose server died is found
+METRICS_PREFIX = "tcfl-metrics-"  # then the supervisor's pid: a folder whose server died is found
 PR_SET_PDEATHSIG = 1
+
+log = logging.getLogger(__name__)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -49,8 +52,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=1,
         metavar="N",
         help="HTTP server processes sharing the port, each with its own analysis pool (of CPUs/N "
-        "workers unless --workers says); the first runs the batch worker; /metrics adds them up "
-        "(default 1)",
+        "workers unless --workers says), started again if one dies; the first runs the batch "
+        "worker; /metrics adds them up (default 1)",
     )
     parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     parser.add_argument(
@@ -85,8 +88,8 @@ def check_port(host: str, port: int) -> None:
 
 
 def _remove_stale_metrics_dirs() -> None:
-    """The metrics folders of servers that died without cleaning up (kill -9): their first
-    process's pid is in the name, and no process has it any more."""
+    """The metrics folders of servers that died without cleaning up (kill -9): their
+    supervisor's pid is in the name, and no process has it any more."""
     folder = Path(tempfile.gettempdir())
     for path in folder.glob(f"{METRICS_PREFIX}*-*"):
         pid = path.name[len(METRICS_PREFIX) :].split("-", 1)[0]
@@ -111,13 +114,15 @@ def run(args: argparse.Namespace) -> int:
         os.environ[MULTIPROC_ENV] = metrics_dir
     try:
         return _run(args)
-    except _Stopped:
-        pass
+    except _Stopped as stop:
+        signum = stop.signum
     finally:
         if metrics_dir is not None:
             shutil.rmtree(metrics_dir, ignore_errors=True)
-    # the first of several processes, stopped by SIGTERM: its children are stopped and the metrics
-    # folder is gone; now end as a single uvicorn process does, by the signal itself
+    # the supervisor of several processes, stopped by a signal: the servers are stopped and the
+    # metrics folder is gone; now end as a single uvicorn process does
+    if signum != signal.SIGTERM:
+        return 130  # Ctrl-C
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     os.kill(os.getpid(), signal.SIGTERM)
     return 1  # pragma: no cover - not reached
@@ -186,49 +191,120 @@ def _serve_one(settings: Any, worker_id: str, config_for: Callable[[Any], Any], 
 
 
 def _serve_processes(n: int, settings: Any, worker_id: str, config_for: Callable[[Any], Any]) -> int:
-    """``n`` server processes accepting on one listening socket.
+    """``n`` server processes accepting on one listening socket, kept up by this one.
 
     Why: one process answers HTTP, validates, stores and hands jobs to its analysis pool on one
-    event loop, and under load that loop, not the CPUs, is the limit. The socket is bound here
-    and the others are forked before any app, thread or event loop exists; only the first runs
-    the batch worker (the others' ids end in /1, /2, ...). A stop asked of the first (SIGTERM,
-    Ctrl-C) is passed on to the others, which also stop if it dies.
+    event loop, and under load that loop, not the CPUs, is the limit. This process binds the
+    socket and forks the servers before any app, thread or event loop exists, and stays so: it
+    only forks, watches and stops them, so it can fork a server again at any time. A server that
+    dies (killed, out of memory, a crash) is replaced under the same id; one dying within
+    ``_QUICK_DEATH_S`` of its start waits longer each time, and ``_GIVE_UP`` of those in a row
+    stop the whole server (a broken deployment, not bad luck). Server 0 runs the batch worker
+    (the others' ids end in /1, /2, ...). A stop (SIGTERM, Ctrl-C) is passed on to every server.
     """
     sock = config_for("app.service.api:create_app").bind_socket()
-    children = _CHILDREN
-    for index in range(1, n):
+    servers: dict[int, int] = {}  # pid -> index
+    started: dict[int, float] = {}  # index -> when its current process was forked
+    quick: dict[int, int] = {}  # index -> deaths in a row within _QUICK_DEATH_S of the start
+
+    def fork(index: int) -> None:
         pid = os.fork()
-        if pid == 0:  # pragma: no cover - runs in the child; the tests watch it from outside
+        if pid == 0:  # pragma: no cover - runs in the server process; the tests watch it from outside
             code = 1
             try:
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the supervisor's handlers are not ours
+                signal.signal(signal.SIGINT, signal.default_int_handler)
                 _die_with_parent()
-                others = settings.model_copy(update={"worker_enabled": False})
-                _serve_one(others, f"{worker_id}/{index}", config_for, sock)
+                if index == 0:
+                    _serve_one(settings, worker_id, config_for, sock)
+                else:
+                    others = settings.model_copy(update={"worker_enabled": False})
+                    _serve_one(others, f"{worker_id}/{index}", config_for, sock)
                 code = 0
             finally:
                 os._exit(code)
-        children.append(pid)
-    # uvicorn ends a server stopped by SIGTERM by raising the signal again once it has shut down;
-    # here that raise becomes _Stopped, so the children are waited for and the metrics removed first
-    previous = signal.signal(signal.SIGTERM, _raise_stopped)
+        servers[pid] = index
+        started[index] = time.monotonic()
+
+    previous = {sig: signal.signal(sig, _raise_stopped) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        _serve_one(settings, worker_id, config_for, sock)
+        for index in range(n):
+            fork(index)
+        while True:
+            pid, status = os.waitpid(-1, 0)
+            index = servers.pop(pid, None)
+            if index is None:
+                continue
+            _mark_dead(pid)
+            lived = time.monotonic() - started[index]
+            quick[index] = quick.get(index, 0) + 1 if lived < _QUICK_DEATH_S else 0
+            how = _ended(status)
+            if quick[index] >= _GIVE_UP:
+                log.error(
+                    "server process %d (pid %d) %s within %.0f s of its start %d times in a row; stopping",
+                    index,
+                    pid,
+                    how,
+                    _QUICK_DEATH_S,
+                    quick[index],
+                )
+                return 1
+            pause = min(_MAX_PAUSE_S, 0.5 * 2 ** (quick[index] - 1)) if quick[index] else 0.0
+            log.warning(
+                "server process %d (pid %d) %s after %.1f s; starting another in %.1f s",
+                index,
+                pid,
+                how,
+                lived,
+                pause,
+            )
+            time.sleep(pause)
+            fork(index)
     finally:
-        signal.signal(signal.SIGTERM, previous)
-        _stop_children(children)
+        for sig in previous:  # a second signal while the servers stop must not cut the stop short
+            signal.signal(sig, signal.SIG_IGN)
+        _stop_children(list(servers))
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         sock.close()
-    return 0
+
+
+_QUICK_DEATH_S = 10.0  # a server ending sooner after its start counts towards giving up
+_GIVE_UP = 5  # quick deaths in a row of one server that stop the whole server
+_MAX_PAUSE_S = 30.0
+
+
+def _ended(status: int) -> str:
+    """How a waited-for process ended, in words."""
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = str(sig)
+        return f"was killed by {name}"
+    return f"exited with code {os.WEXITSTATUS(status)}"
+
+
+def _mark_dead(pid: int) -> None:
+    """Drop a dead server's live gauges from /metrics (its counters still add up)."""
+    if os.environ.get(MULTIPROC_ENV):
+        from prometheus_client import multiprocess
+
+        with contextlib.suppress(OSError):
+            multiprocess.mark_process_dead(pid)
 
 
 class _Stopped(Exception):
-    """The first server process was stopped by SIGTERM (after its graceful shutdown)."""
+    """A stop asked of this process by a signal."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
 
 
-def _raise_stopped(_signum: int, _frame: FrameType | None) -> None:
-    raise _Stopped
-
-
-_CHILDREN: list[int] = []  # the other server processes, forked by this one (``--processes``)
+def _raise_stopped(signum: int, _frame: FrameType | None) -> None:
+    raise _Stopped(signum)
 
 
 def _die_with_parent() -> None:
@@ -281,9 +357,6 @@ def _server_class() -> type:
 
         def handle_exit(self, sig: int, frame: FrameType | None) -> None:
             super().handle_exit(sig, frame)
-            for pid in _CHILDREN:  # the other processes stop alongside, not after this one
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, sig)
             loop = getattr(self, "_loop", None)
             runtime = getattr(self.config.app.state, "runtime", None)
             if loop is not None and runtime is not None and not getattr(self, "_stopping", False):

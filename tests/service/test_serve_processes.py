@@ -50,15 +50,18 @@ def _gone(pids: set[int], within_s: float) -> bool:
     return False
 
 
+def _started(tmp_path: Path, processes: int, env: dict[str, str] | None = None) -> Server:
+    """``tcfl serve --processes N`` over one SQLite file, one analysis worker per server."""
+    args = ("--processes", str(processes), "--workers", "1")
+    return Server(f"sqlite:///{tmp_path / 'tcfl.db'}", tmp_path, env=env or {}, extra_args=args).start()
+
+
 def test_processes_share_the_port_and_metrics_add_up_over_all_of_them(tmp_path: Path) -> None:
-    srv = Server(
-        f"sqlite:///{tmp_path / 'tcfl.db'}", tmp_path, extra_args=("--processes", "3", "--workers", "1")
-    )
-    srv.start()
+    srv = _started(tmp_path, 3)
     try:
         assert srv.proc is not None
         children = _servers_under(srv.proc.pid)
-        assert len(children) == 2
+        assert len(children) == 3  # the process started serves none itself: it keeps them up
         body = example_body()
 
         def post(_: int) -> int:
@@ -82,15 +85,13 @@ def test_processes_share_the_port_and_metrics_add_up_over_all_of_them(tmp_path: 
     assert _gone(children, 15), "a server process outlived the stop"
 
 
-def test_the_other_processes_stop_when_the_first_is_killed(tmp_path: Path) -> None:
+def test_the_servers_stop_when_their_supervisor_is_killed(tmp_path: Path) -> None:
     temp = tmp_path / "tmp"
     temp.mkdir()
-    args = ("--processes", "2", "--workers", "1")
-    srv = Server(f"sqlite:///{tmp_path / 'tcfl.db'}", tmp_path, env={"TMPDIR": str(temp)}, extra_args=args)
-    srv.start()
+    srv = _started(tmp_path, 2, env={"TMPDIR": str(temp)})
     assert srv.proc is not None
     children = _servers_under(srv.proc.pid)
-    assert len(children) == 1
+    assert len(children) == 2
     srv.kill()
     assert _gone(children, 20), "a server process outlived its killed parent"
 
@@ -99,8 +100,7 @@ def test_the_other_processes_stop_when_the_first_is_killed(tmp_path: Path) -> No
 
     left = ours()
     assert len(left) == 1 and left[0].startswith(f"tcfl-metrics-{srv.proc.pid}-")  # left by kill -9
-    again = Server(f"sqlite:///{tmp_path / 'tcfl.db'}", tmp_path, env={"TMPDIR": str(temp)}, extra_args=args)
-    again.start()
+    again = _started(tmp_path, 2, env={"TMPDIR": str(temp)})
     try:
         assert again.proc is not None
         now = ours()
@@ -108,6 +108,67 @@ def test_the_other_processes_stop_when_the_first_is_killed(tmp_path: Path) -> No
     finally:
         again.stop()
     assert ours() == []
+
+
+def _replaced(parent: int, before: set[int], within_s: float) -> set[int]:
+    """The server processes under ``parent`` once as many as ``before`` run again, none of them new."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        now = {p for p in _servers_under(parent) if _alive(p)}
+        if len(now) == len(before) and now != before:
+            return now
+        time.sleep(0.1)
+    return set()
+
+
+def test_a_server_process_that_dies_is_started_again_and_the_service_goes_on(tmp_path: Path) -> None:
+    srv = _started(tmp_path, 2)
+    try:
+        assert srv.proc is not None
+        before = _servers_under(srv.proc.pid)
+        assert len(before) == 2
+        body = example_body()
+        for victim in sorted(before):  # the batch worker's server among them
+            os.kill(victim, signal.SIGKILL)
+            now = _replaced(srv.proc.pid, before, 60)
+            assert now and victim not in now, "no server process took the killed one's place"
+            before = now
+            with httpx.Client(base_url=srv.url, timeout=120) as client:
+                for _ in range(4):  # new connections: whichever process accepts answers
+                    assert (
+                        client.post("/v1/triage", json=body, headers={"Connection": "close"}).status_code
+                        == 200
+                    )
+            assert srv.proc.poll() is None
+        assert "was killed by SIGKILL" in srv.log_text() and "starting another" in srv.log_text()
+        text = httpx.get(f"{srv.url}/metrics", timeout=30).text
+        triages = re.search(r'^tcfl_triages_total\{ranker="heuristic"\} (\S+)$', text, re.MULTILINE)
+        assert triages is not None and float(triages.group(1)) == 8  # the dead processes' counts kept
+    finally:
+        srv.stop()
+    assert srv.proc is not None and srv.proc.returncode == -signal.SIGTERM
+    assert _gone(before, 15), "a server process outlived the stop"
+
+
+def test_a_server_process_dying_again_and_again_at_start_stops_the_whole_server(tmp_path: Path) -> None:
+    srv = _started(tmp_path, 2)
+    assert srv.proc is not None
+    try:
+        servers = _servers_under(srv.proc.pid)
+        victim = min(servers)
+        for _ in range(4):  # the same server, each time killed as soon as it is back
+            os.kill(victim, signal.SIGKILL)
+            now = _replaced(srv.proc.pid, servers, 60)
+            assert now, "the killed server process was not started again"
+            (victim,) = now - servers
+            servers = now
+        os.kill(victim, signal.SIGKILL)  # the fifth death in a row within seconds of its start
+        srv.proc.wait(timeout=60)
+    finally:
+        srv.stop()
+    assert srv.proc.returncode == 1
+    assert "5 times in a row; stopping" in srv.log_text()
+    assert _gone(servers, 15), "a server process outlived the supervisor giving up"
 
 
 def test_zero_processes_is_a_usage_error(tmp_path: Path) -> None:
