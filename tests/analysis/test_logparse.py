@@ -906,3 +906,23 @@ def test_folder_conflict_only_when_both_sides_name_different_folders() -> None:
     assert folder_conflict("test_x.py", "tests/a/test_x.py") is None
     assert folder_conflict("/ci/tests/b/test_x.py", "test_x.py") is None
     assert folder_conflict("C:\\ci\\b\\test_x.py", "a/test_x.py") == "b/ vs a/"
+
+
+_CONTROL_SPEC = {chr(c) for c in (*range(32), *range(0x7F, 0xA0))} - set("\t\n\r\f\v\x1b")
+
+
+@given(
+    st.text(
+        alphabet=st.sampled_from(
+            ["a", " ", "\n", "\t", "\x00", "\x01", "\x1b", "\x7f", "\x85", "é", "\ufffd"]
+        )
+    )
+)
+def test_binary_share_counts_control_characters_whatever_the_text(text: str) -> None:
+    """The share behind the binary-data warning: control characters (and U+FFFD) over the sample,
+    the same on the ASCII path as on the general one."""
+    from app.analysis.logparse.formats import _BINARY_SAMPLE, _binary_share
+
+    sample = text[:_BINARY_SAMPLE]
+    odd = sum(ch in _CONTROL_SPEC or ch == "\ufffd" for ch in sample)
+    assert _binary_share(text) == (odd / len(sample) if sample else 0.0)
