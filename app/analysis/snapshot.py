@@ -291,21 +291,3 @@ def line_states(file: dict[str, Any]) -> dict[int, str]:
 
 def kept_lines(file: dict[str, Any]) -> set[int]:
     return {n for start, end in file["kept"] for n in range(start, end + 1)}
-
-
-def chunk_to_dict(chunk: LogChunk) -> dict[str, Any]:
-    return {
-        "index": chunk.index,
-        "first_line": chunk.first_line,
-        "lines": list(chunk.lines),
-        "marks": {str(k): list(v) for k, v in chunk.marks.items()},
-    }
-
-
-def chunk_from_dict(data: dict[str, Any]) -> LogChunk:
-    return LogChunk(
-        index=int(data["index"]),
-        first_line=int(data["first_line"]),
-        lines=tuple(data["lines"]),
-        marks={int(k): tuple(int(i) for i in v) for k, v in data["marks"].items()},
-    )

@@ -150,16 +150,6 @@ def scores(counts: Mapping[Loc, Counts], formula: str = "ochiai") -> dict[Loc, f
     return {loc: fn(c) for loc, c in counts.items()}
 
 
-def aggregate(line_scores: Mapping[Loc, float], groups: Mapping[str, Iterable[Loc]]) -> dict[str, float]:
-    """An element's score is its best line's (blocks and functions alike)."""
-    out: dict[str, float] = {}
-    for eid, locs in groups.items():
-        values = [line_scores[loc] for loc in locs if loc in line_scores]
-        if values:
-            out[eid] = max(values)
-    return out
-
-
 def rank(element_scores: Mapping[str, float], tiebreak: Mapping[str, float] | None = None) -> list[str]:
     """Elements best first; ties (all executed lines tie with no pass) broken by the static rank."""
     order = tiebreak or {}

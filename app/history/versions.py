@@ -102,11 +102,6 @@ def hunks(path: str, old: Sequence[str], new: Sequence[str]) -> tuple[Hunk, ...]
     return tuple(out)
 
 
-def map_files(old: Mapping[str, str], new: Mapping[str, str]) -> dict[str, LineMap]:
-    """Line maps for every file present in both versions (a file only in one maps nothing)."""
-    return {path: map_lines(old[path].splitlines(), new[path].splitlines()) for path in new if path in old}
-
-
 def changed_lines(old: Mapping[str, str], new: Mapping[str, str]) -> frozenset[tuple[str, int]]:
     """(path, line) of ``new`` that are edited or new since ``old``; whole new files included."""
     out: set[tuple[str, int]] = set()

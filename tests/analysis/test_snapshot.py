@@ -143,7 +143,6 @@ def test_chunks_cover_the_log_once_in_order(lines: list[str], size: int, crlf: b
     starts = [chunk.first_line for chunk in snap.chunks]
     assert starts == list(range(1, len(expected) + 1, size))
     for chunk in snap.chunks:
-        assert snapshot.chunk_from_dict(json.loads(json.dumps(snapshot.chunk_to_dict(chunk)))) == chunk
         assert all(chunk.first_line <= n <= chunk.last_line for n in chunk.marks)
 
 

@@ -12,7 +12,6 @@ from app.analysis.model import Loc, State
 from app.history.spectrum import (
     Counts,
     RunTrace,
-    aggregate,
     dstar,
     map_states,
     ochiai,
@@ -79,11 +78,9 @@ def test_unknown_formula_is_a_clear_error() -> None:
         scores({}, "jaccardish")
 
 
-def test_blocks_take_their_best_line_and_ties_go_to_the_static_rank() -> None:
-    line_scores = {A: 0.2, B: 0.9, C: 0.9}
-    blocks = aggregate(line_scores, {"BLOCK 1": [A, B], "BLOCK 2": [C], "BLOCK 3": [Loc("t.py", 9)]})
-    assert blocks == {"BLOCK 1": 0.9, "BLOCK 2": 0.9}
-    assert rank(blocks, {"BLOCK 2": 1, "BLOCK 1": 2}) == ["BLOCK 2", "BLOCK 1"]
+def test_ties_go_to_the_static_rank() -> None:
+    blocks = {"BLOCK 1": 0.9, "BLOCK 2": 0.9, "BLOCK 3": 0.2}
+    assert rank(blocks, {"BLOCK 2": 1, "BLOCK 1": 2}) == ["BLOCK 2", "BLOCK 1", "BLOCK 3"]
 
 
 def test_states_of_an_older_version_move_with_the_line_map() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.history.versions import changed_lines, hunks, map_files, map_lines, version_id
+from app.history.versions import changed_lines, hunks, map_lines, version_id
 
 V0 = """def test_login(self):
     user = make_user()
@@ -71,7 +71,6 @@ def test_hunks_and_changed_lines_name_what_changed() -> None:
     assert h.new_lines == (new[2],)
     old_files, new_files = {"t.py": "\n".join(V0)}, {"t.py": "\n".join(new), "n.py": "x = 1\n\ny = 2"}
     assert changed_lines(old_files, new_files) == {("t.py", 3), ("n.py", 1), ("n.py", 3)}
-    assert set(map_files(old_files, new_files)) == {"t.py"}
 
 
 lines = st.lists(
