@@ -24,6 +24,10 @@ RANKERS: tuple[str, ...] = ("auto", "llm", "heuristic")  # the built-in names; a
 
 
 MAX_HISTORY_WINDOW = 500
+RANKER_MODEL_HELP = (
+    "the built-in (heuristic) ranker's model file, as `tcfl learn --out` writes it "
+    "(default: TCFL_RANKER_MODEL, else the shipped one)"
+)
 
 
 def check_window(window: Any, k: Any) -> None:
@@ -51,6 +55,7 @@ class TriageOptions:
     prompt_budget: int = 400  # tokens of failure context beyond the error message ("full" style)
     history_window: int = 30  # CI history: the test's newest runs read (history ranker)
     history_k: int = 0  # CI history: runs kept by FDC selection; 0 = every run of the window
+    ranker_model: str | None = None  # the built-in ranker's model file; None = the shipped one
 
     def validated(self) -> TriageOptions:
         """A copy with the trace name made canonical; ``ValueError`` naming the bad option otherwise."""
@@ -80,6 +85,12 @@ class TriageOptions:
         ):
             raise ValueError(f"prompt_budget must be an integer >= 0 (tokens), got {self.prompt_budget!r}")
         check_window(self.history_window, self.history_k)
+        if self.ranker_model is not None:
+            if not isinstance(self.ranker_model, str):
+                raise ValueError(f"ranker_model must be a file path, got {self.ranker_model!r}")
+            from app.localize.model_file import load_model
+
+            load_model(self.ranker_model)  # ModelFileError (a ValueError) says what is wrong with it
         if self.log_format:
             from app.analysis.logparse import check_prefix_format
 
@@ -138,6 +149,7 @@ def resolve_options(
     prompt_budget: int | None = None,
     history_window: int | None = None,
     history_k: int | None = None,
+    ranker_model: str | None = None,
 ) -> TriageOptions:
     """Defaults < settings < the caller's values (None = not given); validated, ``ValueError`` if bad.
 
@@ -152,6 +164,7 @@ def resolve_options(
             trace=settings.default_trace,
             output_format=settings.output_format,
             log_format=settings.log_format or None,
+            ranker_model=settings.ranker_model or None,
         )
     given = list(dict.fromkeys(log_functions))
     configured = settings.extra_log_functions() if settings is not None else []
@@ -168,6 +181,7 @@ def resolve_options(
         "prompt_budget": prompt_budget,
         "history_window": history_window,
         "history_k": history_k,
+        "ranker_model": ranker_model or None,
     }
     options = replace(
         base,

@@ -229,6 +229,9 @@ class Settings:
     log_format: str | None = Field(
         None, description="Log prefix format: a known name or a regex with (?P<msg>...); unset = detect"
     )
+    ranker_model: str | None = Field(
+        None, description="The built-in ranker's model file (tcfl learn writes one); unset = the shipped one"
+    )
     cfg_path_budget: int = Field(
         100_000, description="Algorithm 3 path-search steps per function before fallback"
     )

@@ -25,7 +25,7 @@ from app.localize.result import RankedItem, TriageResult
 from app.options import TriageOptions
 from app.rankers import choose, make_ranker
 from app.rankers.base import Pick, Prompt, RankRequest
-from app.rankers.heuristic import HeuristicRanker
+from app.rankers.heuristic import HandsetRanker, HeuristicRanker, model_label
 
 if TYPE_CHECKING:
     from app.analysis.snapshot import Snapshot
@@ -117,7 +117,11 @@ async def rank(request: RankRequest, *, client: Any | None, started: float | Non
     if len(items) < opts.k and (answer.name != HeuristicRanker.name or not answer.picks):
         items = _fill_in(items, request, answer.name)
 
-    evidence_found = answer.name != HeuristicRanker.name or any(has_evidence(item.evidence) for item in items)
+    built_in = answer.name in (HeuristicRanker.name, HandsetRanker.name)
+    evidence_found = not built_in or any(has_evidence(item.evidence) for item in items)
+    ranker_model = answer.ranker_model
+    if ranker_model is None and (answer.name == HeuristicRanker.name or any(item.filled for item in items)):
+        ranker_model = model_label(opts)  # the heuristic answered after a fallback, or filled in
     if not evidence_found and items:
         warnings.append(
             "no evidence in the failure points at any element (no frame, check, value or quoted text): "
@@ -148,6 +152,7 @@ async def rank(request: RankRequest, *, client: Any | None, started: float | Non
         warnings=tuple(dict.fromkeys(warnings)),
         options=opts,
         evidence_found=evidence_found,
+        ranker_model=ranker_model,
     )
 
 

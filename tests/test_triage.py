@@ -32,6 +32,7 @@ RESULT_KEYS = {
     "warnings",
     "evidence_found",
     "options",
+    "ranker_model",  # which weights the built-in ranker scored with (added with learned models)
 }
 ITEM_KEYS = {"rank", "id", "path", "start_line", "end_line", "code", "score", "reason", "evidence"}
 
@@ -58,6 +59,7 @@ def test_heuristic_result_has_the_design_contract_shape() -> None:
     assert body["status"] == "done" and body["id"] is None
     assert body["ranker"] == "heuristic" and body["model"] is None and body["fallback_reason"] is None
     assert body["tokens"] is None
+    assert body["ranker_model"].startswith("shipped")
     assert body["error_message"] == "ZeroDivisionError: division by zero"
     assert body["trace"]["variant"] == "tplus" and body["trace"]["kept_lines"] == 14
     assert body["trace"]["total_lines"] == 21 and 0 < body["trace"]["pruning_rate"] < 1

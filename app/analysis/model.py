@@ -300,3 +300,5 @@ class Analysis:
     line_index: dict[tuple[str, int], Statement] = field(default_factory=dict, compare=False, repr=False)
     # app.analysis.parsed.ParsedScripts: the script-only half, shared by analyses of the same scripts
     parsed: Any = field(default=None, compare=False, repr=False)
+    # log lines repeating a script line (app.analysis.echo.Echo), in log order
+    echoes: tuple[Any, ...] = field(default=(), compare=False, repr=False)

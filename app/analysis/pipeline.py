@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 
 from app.analysis.coverage import log_coverage
+from app.analysis.echo import echo_table, find_echoes
 from app.analysis.estimate import EstimateOptions, estimate
 from app.analysis.lifecycle import lifecycle
 from app.analysis.limits import CostLimits, check_text
@@ -162,6 +163,7 @@ def _analyze(
         trees=parse.trees,
         line_index=index,
         parsed=parse,
+        echoes=find_echoes(parse.derived(echo_table), index, log),
     )
 
 

@@ -20,6 +20,7 @@ SUBCOMMANDS = (
     "triage",
     "ci",
     "eval",
+    "learn",
     "corpus",
     "batch",
     "serve",

@@ -17,6 +17,7 @@ from typing import Any, TextIO
 
 from app.cli import UsageError
 from app.cli.progress import ProgressBar
+from app.options import RANKER_MODEL_HELP
 from app.settings import Settings
 
 PROGRESS_INTERVAL_S = 0.25
@@ -41,6 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--model-url", help="OpenAI-compatible base URL ending in /v1 (overrides TCFL_MODEL_URL)"
     )
+    parser.add_argument("--ranker-model", metavar="FILE", help=RANKER_MODEL_HELP)
     parser.add_argument("--worker-id", help="lease owner name (default HOST:batch:INPUT-HASH)")
     parser.add_argument(
         "--db", metavar="URL", help="database holding the queue and results (default: TCFL_DATABASE_URL)"
@@ -127,6 +129,8 @@ def _settings(args: argparse.Namespace) -> Settings:
         settings = settings.model_copy(update={"model_url": args.model_url})
     if args.db:
         settings = settings.model_copy(update={"database_url": args.db})
+    if args.ranker_model:
+        settings = settings.model_copy(update={"ranker_model": args.ranker_model})
     return settings
 
 

@@ -21,7 +21,7 @@ from app.ingest import IngestError, Results, merge, read_folder, read_results
 from app.ingest.archive import extract, is_archive
 from app.ingest.resolve import Checkout
 from app.localize.llm import ModelClient
-from app.options import TriageOptions, resolve_options
+from app.options import RANKER_MODEL_HELP, TriageOptions, resolve_options
 from app.rankers import AUTO, ranker_names
 
 
@@ -47,6 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--ranker", choices=(AUTO, *ranker_names()), help="auto (default) = the model when one is configured"
     )
     p.add_argument("--model-url", metavar="URL", help="OpenAI-compatible base URL ending in /v1")
+    p.add_argument("--ranker-model", metavar="FILE", help=RANKER_MODEL_HELP)
     p.add_argument("--log-function", action="append", default=[], metavar="PATTERN", help="extra log callee")
     p.add_argument("--log-format", metavar="NAME_OR_REGEX", help="log prefix format (default: detect)")
     p.add_argument(
@@ -74,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
             ranker=args.ranker,
             log_functions=args.log_function,
             log_format=args.log_format,
+            ranker_model=args.ranker_model,
         )
         client = (
             None

@@ -35,6 +35,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     build.add_argument("--quiet", action="store_true", help="no progress lines")
     build.set_defaults(func=_build)
+    mine = actions.add_parser(
+        "mine",
+        help="read a local git clone and write one case per fix of test code whose message holds the log",
+    )
+    mine.add_argument("repo", type=Path, metavar="REPO_DIR", help="a git clone (work tree or bare)")
+    mine.add_argument("--out", type=Path, required=True, help="folder for the case JSON files")
+    mine.add_argument("--since", help="only commits after this date (anything `git log --since` takes)")
+    mine.add_argument(
+        "--paths",
+        nargs="+",
+        metavar="GLOB",
+        help="what counts as test code (fnmatch, `*` crosses folders; default: paths naming a test folder "
+        "or file)",
+    )
+    mine.add_argument("--rev", action="append", help="revisions to walk (default: every branch and tag)")
+    mine.add_argument("--repo-name", help="owner/name recorded in each case (default: from the clone)")
+    mine.add_argument("--max-cases", type=int, help="stop after keeping this many cases")
+    mine.add_argument("--json", action="store_true", help="print the summary as JSON")
+    mine.set_defaults(func=_mine)
 
 
 def _build(args: argparse.Namespace) -> int:
@@ -64,6 +83,41 @@ def _build(args: argparse.Namespace) -> int:
     print(json.dumps(summary.as_dict(), indent=1))
     if summary.cases < args.max_cases:
         print(f"tcfl: warning: only {summary.cases} failing mutants found", file=sys.stderr)
+    return 0
+
+
+def _mine(args: argparse.Namespace) -> int:
+    from app.cli.progress import ProgressBar
+    from app.mining.extract import DEFAULT_TEST_GLOBS
+    from app.mining.mine import MineError, MineOptions, mine, summary_lines
+
+    if not args.repo.is_dir():
+        raise UsageError(f"{args.repo} is not a folder")
+    if args.out.exists() and not args.out.is_dir():
+        raise UsageError(f"--out {args.out} exists and is not a folder")
+    if args.max_cases is not None and args.max_cases < 1:
+        raise UsageError("--max-cases must be at least 1")
+    options = MineOptions(
+        since=args.since,
+        paths=tuple(args.paths) if args.paths else DEFAULT_TEST_GLOBS,
+        revs=tuple(args.rev) if args.rev else ("--all",),
+        repo_name=args.repo_name,
+        max_cases=args.max_cases,
+    )
+    try:
+        with ProgressBar("mining", 0) as bar:
+            report = mine(
+                args.repo,
+                args.out,
+                options,
+                progress=lambda done, total, r: bar.update(done, sum(r.dropped.values()), total),
+            )
+    except MineError as exc:
+        raise UsageError(str(exc)) from exc
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=1))
+    else:
+        print("\n".join(summary_lines(report)))
     return 0
 
 

@@ -18,7 +18,7 @@ from app.eval.masking import MaskingPlan
 from app.eval.runner import CaseResult, EvalOptions, evaluate
 from app.localize.llm import ModelClient
 from app.localize.result import TriageResult
-from app.options import TriageOptions, resolve_options
+from app.options import RANKER_MODEL_HELP, TriageOptions, resolve_options
 from app.rankers import AUTO, ranker_names
 from app.settings import get_settings
 
@@ -44,6 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="ranker to evaluate (default heuristic; stacktrace = the stack-trace baseline)",
     )
     parser.add_argument("--model-url", help="OpenAI-compatible base URL for --ranker llm/auto")
+    parser.add_argument("--ranker-model", metavar="FILE", help=RANKER_MODEL_HELP)
     parser.add_argument("--seed", type=int, default=0, help="seed for masking and ablation (default 0)")
     parser.add_argument("--repetitions", type=int, default=5, help="masking repetitions per rate (default 5)")
     parser.add_argument(
@@ -142,7 +143,7 @@ def _options(args: argparse.Namespace) -> EvalOptions:
     if args.repetitions < 1:
         raise UsageError("--repetitions must be at least 1")
     try:
-        triage = resolve_options(get_settings(), ranker=args.ranker)
+        triage = resolve_options(get_settings(), ranker=args.ranker, ranker_model=args.ranker_model)
     except ValueError as exc:  # SettingsError too: a bad TCFL_* setting
         raise UsageError(str(exc)) from exc
     return EvalOptions(

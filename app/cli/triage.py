@@ -16,7 +16,7 @@ from app.cli import EXIT_NO_EVIDENCE, EXIT_OK, UsageError
 from app.cli.io import check_log_format, load_settings, printable, read_log, read_scripts
 from app.localize.prompts import OUTPUT_FORMATS
 from app.localize.result import TriageResult
-from app.options import PROMPT_STYLES, TriageOptions, resolve_options
+from app.options import PROMPT_STYLES, RANKER_MODEL_HELP, TriageOptions, resolve_options
 from app.rankers import AUTO, ranker_names
 from app.settings import Settings
 from app.triage import triage
@@ -55,6 +55,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         choices=PROMPT_STYLES,
         help="full (default: error, script frames, log window) or paper (the error message alone)",
     )
+    p.add_argument("--ranker-model", metavar="FILE", help=RANKER_MODEL_HELP)
     p.add_argument(
         "--prompt-budget",
         type=int,
@@ -162,6 +163,7 @@ def run(args: argparse.Namespace) -> int:
             history_window=args.history_window,
             history_k=args.history_k,
             prompt_budget=args.prompt_budget,
+            ranker_model=args.ranker_model,
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from exc

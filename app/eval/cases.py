@@ -87,7 +87,8 @@ def load_cases(source: Path) -> tuple[list[Case], list[str]]:
     if source.is_file():
         files = [source]
     elif source.is_dir():
-        files = sorted(p for p in source.glob("*.json") if p.name != "index.json")
+        # dot files are a tool's own state beside the cases (the miner's progress and summary)
+        files = sorted(p for p in source.glob("*.json") if p.name != "index.json" and p.name[0] != ".")
     else:
         raise FileNotFoundError(f"{source} is neither a case file nor a folder")
     cases: list[Case] = []

@@ -172,10 +172,15 @@ def find_scripts(run: TestRun, checkout: Checkout, *, max_files: int = 20) -> tu
         take(printed, guess=False)
     for printed in id_paths(run.test_id):
         take(printed, guess=True)
+    named = chosen[:1]  # the test's own file, as the results or the test id name it
     for frame in parse_log(run.log).frames if run.log else ():
         take(frame.path, guess=False)
     if not chosen:
         return [], warnings
+    for rel in named or chosen[:1]:  # else the first file a traceback names
+        for conftest in conftests(rel, run.test_id, checkout):
+            if conftest not in chosen:
+                chosen.append(conftest)
     for helper in _helpers(chosen, checkout):
         if helper not in chosen:
             chosen.append(helper)
@@ -190,6 +195,130 @@ def find_scripts(run: TestRun, checkout: Checkout, *, max_files: int = 20) -> tu
             continue
         scripts.append(Script(rel, content))
     return scripts, list(dict.fromkeys(warnings))
+
+
+def conftests(test_file: str, test_id: str, checkout: Checkout) -> list[str]:
+    """The ``conftest.py`` files from the test file's folder up to the root (pytest's lookup) that
+    define a fixture the test uses: a parameter of the test function, ``usefixtures``, an autouse
+    fixture, or one those fixtures request in turn. Nearest first; nothing outside the checkout."""
+    if "conftest.py" not in checkout.by_name:
+        return []
+    folder = PurePosixPath(test_file).parent
+    candidates = [
+        rel
+        for rel in (str(base / "conftest.py").removeprefix("./") for base in (folder, *folder.parents))
+        if checkout.has(rel) and rel != test_file
+    ]
+    if not candidates:
+        return []
+    source = checkout.read(test_file)
+    tree = _parse(source) if source is not None else None
+    if tree is None:
+        return []
+    requested = _requested(tree, test_id)
+    local = _fixtures(tree)
+    defined: list[tuple[str, dict[str, _Fixture]]] = []
+    for rel in candidates:
+        content = checkout.read(rel)
+        parsed = _parse(content) if content is not None else None
+        if parsed is not None:
+            defined.append((rel, _fixtures(parsed)))
+    for _, fixtures in defined:  # autouse fixtures run for every test below their conftest
+        requested |= {name for name, fixture in fixtures.items() if fixture.autouse}
+    pending = list(requested)
+    while pending:  # fixtures request fixtures: the nearest definition of a name is the one used
+        name = pending.pop()
+        fixture = local.get(name) or next((f[name] for _, f in defined if name in f), None)
+        for param in fixture.params if fixture is not None else ():
+            if param not in requested:
+                requested.add(param)
+                pending.append(param)
+    return [rel for rel, fixtures in defined if requested & set(fixtures)]
+
+
+@dataclass(frozen=True)
+class _Fixture:
+    params: tuple[str, ...]
+    autouse: bool
+
+
+def _parse(source: str) -> ast.Module | None:
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+
+
+def _decorator_name(node: ast.expr) -> str:
+    target = node.func if isinstance(node, ast.Call) else node
+    if isinstance(target, ast.Attribute):
+        return target.attr
+    return target.id if isinstance(target, ast.Name) else ""
+
+
+def _fixtures(tree: ast.Module) -> dict[str, _Fixture]:
+    """Module-level ``@pytest.fixture`` functions by fixture name (``name=`` renames one)."""
+    found: dict[str, _Fixture] = {}
+    for node in tree.body:
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for decorator in node.decorator_list:
+            if _decorator_name(decorator) != "fixture":
+                continue
+            keywords = {k.arg: k.value for k in decorator.keywords} if isinstance(decorator, ast.Call) else {}
+            renamed = keywords.get("name")
+            name = (
+                renamed.value if isinstance(renamed, ast.Constant) and isinstance(renamed.value, str) else ""
+            )
+            autouse = keywords.get("autouse")
+            found[name or node.name] = _Fixture(
+                tuple(a.arg for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]),
+                isinstance(autouse, ast.Constant) and autouse.value is True,
+            )
+    return found
+
+
+def _requested(tree: ast.Module, test_id: str) -> set[str]:
+    """Fixture names the test asks for: its parameters and ``usefixtures`` marks (function, class,
+    module ``pytestmark``). An id that names no function of the file: every test function's."""
+    tail = re.split(r"::|[.:]", test_id.split("[", 1)[0].split(";", 1)[0].strip())[-1]
+    found: set[str] = set(_usefixtures([n.value for n in tree.body if _assigns_pytestmark(n)]))
+    tests: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, list[ast.expr]]] = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            tests.append((node, []))
+        elif isinstance(node, ast.ClassDef):
+            marks = [*node.decorator_list]
+            marks += [n.value for n in node.body if _assigns_pytestmark(n)]
+            tests.extend(
+                (n, marks) for n in node.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+            )
+    chosen = [t for t in tests if t[0].name == tail] or [t for t in tests if t[0].name.startswith("test")]
+    for function, marks in chosen:
+        args = function.args
+        found.update(a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs])
+        found.update(_usefixtures([*function.decorator_list, *marks]))
+    return found - {"self", "cls"}
+
+
+def _assigns_pytestmark(node: ast.stmt) -> bool:
+    return isinstance(node, ast.Assign) and any(
+        isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets
+    )
+
+
+def _usefixtures(marks: list[ast.expr]) -> list[str]:
+    names: list[str] = []
+    stack = list(marks)
+    while stack:
+        mark = stack.pop()
+        if isinstance(mark, ast.List | ast.Tuple):
+            stack.extend(mark.elts)
+        elif isinstance(mark, ast.Call) and _decorator_name(mark) == "usefixtures":
+            names.extend(
+                a.value for a in mark.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
+            )
+    return names
 
 
 def _inside(path: Path, root: Path) -> bool:

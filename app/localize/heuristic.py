@@ -21,15 +21,12 @@ from dataclasses import dataclass, field
 
 from app.analysis.model import Analysis
 from app.analysis.render import Element, RenderedCode
-from app.localize.channels import Context, Scores, Signal
-from app.localize.channels.dataflow import check_scores, checks_in_place, data_scores, guards, is_check
-from app.localize.channels.exceptions import exception_scores, smell_scores
-from app.localize.channels.lexical import bm25, code_tokens, normalized_bm25, query_tokens
-from app.localize.channels.message import last_logged, message_scores, proximity_scores
-from app.localize.channels.pseudo import pseudo_scores, structure_scores
-from app.localize.channels.traceback import Frames, frame_source, script_frames, traceback_scores
-from app.localize.channels.values import value_scores
+from app.localize.channels import Context
+from app.localize.channels.lexical import bm25, code_tokens, query_tokens
+from app.localize.channels.traceback import Frames, frame_source, script_frames
 from app.localize.evidence import Channel, Evidence
+from app.localize.features import WEAK, ChannelTable, channel_table
+from app.localize.model_file import WEIGHTS, LevelModel
 
 __all__ = [
     "WEIGHTS",
@@ -39,25 +36,12 @@ __all__ = [
     "query_tokens",
     "rank_heuristic",
     "rank_stacktrace",
+    "rank_table",
 ]
 
-WEIGHTS: dict[Channel, float] = {
-    Channel.TRACEBACK: 4.0,
-    Channel.CHECK: 5.0,
-    Channel.PSEUDO_ERROR: 3.0,
-    Channel.MESSAGE: 3.0,
-    Channel.DATA: 2.0,
-    Channel.VALUE: 2.5,
-    Channel.EXCEPTION: 2.0,
-    Channel.SMELL: 2.0,
-    Channel.LEXICAL: 1.0,
-    Channel.PROXIMITY: 0.5,
-    Channel.STRUCTURE: 0.3,
-}
-# Channels that say something about this failure; the others only order code when nothing does.
-WEAK = frozenset({Channel.LEXICAL, Channel.PROXIMITY, Channel.STRUCTURE})
 COMMENT_FACTOR = 0.25  # line level: a comment line may share words with the message but cannot fail
 MAX_EVIDENCE = 8  # records kept per element
+SAFETY_RANK = 3  # the stack trace's first element is never ranked below this ("never worse than a trace")
 
 
 def has_evidence(evidence: Iterable[Evidence]) -> bool:
@@ -80,43 +64,6 @@ class ScoredElement:
         return has_evidence(self.evidence)
 
 
-def _channel_scores(ctx: Context, rendered: RenderedCode, disabled: frozenset[str]) -> dict[Channel, Scores]:
-    frames = script_frames(ctx)
-    on = {c: str(c) not in disabled for c in Channel}
-    message = message_scores(ctx) if on[Channel.MESSAGE] or on[Channel.PSEUDO_ERROR] else {}
-    pseudo: Scores = {}
-    site = frames.innermost
-    if site is None:
-        pseudo = pseudo_scores(ctx, message)
-        if on[Channel.PSEUDO_ERROR] and pseudo:
-            site = max(pseudo, key=lambda s: (pseudo[s].value, -s))
-    check_site = site if on[Channel.CHECK] and site is not None and is_check(ctx, site) else None
-    guarded = (
-        check_site
-        if check_site is not None and not checks_in_place(ctx, check_site) and guards(ctx, check_site)
-        else None
-    )
-    scores: dict[Channel, Scores] = {
-        Channel.TRACEBACK: traceback_scores(ctx, frames, guarded),
-        Channel.PSEUDO_ERROR: pseudo,
-        Channel.MESSAGE: message,
-        Channel.CHECK: check_scores(ctx, check_site),
-        Channel.DATA: data_scores(ctx, site),
-        Channel.VALUE: value_scores(ctx),
-        Channel.EXCEPTION: exception_scores(ctx, site),
-        Channel.SMELL: smell_scores(ctx),
-        Channel.PROXIMITY: proximity_scores(
-            ctx, frames.ordered, site, last_logged(ctx), by_statement=rendered.level == "line"
-        ),
-    }
-    if guarded is not None and guarded in scores[Channel.MESSAGE]:
-        signal = scores[Channel.MESSAGE][guarded]  # the check's own message: where, not why
-        scores[Channel.MESSAGE][guarded] = Signal(signal.value * 0.5, signal.detail, signal.source)
-    if not any(scores[c] for c in scores if c not in WEAK and on[c]):
-        scores[Channel.STRUCTURE] = structure_scores(ctx)
-    return {c: s for c, s in scores.items() if on[c]}
-
-
 def rank_heuristic(
     analysis: Analysis,
     rendered: RenderedCode,
@@ -124,51 +71,42 @@ def rank_heuristic(
     *,
     disabled: Iterable[str] = (),
     context: Context | None = None,
+    model: LevelModel | None = None,
 ) -> list[ScoredElement]:
-    """The ``k`` most suspicious elements of ``rendered``, best first; ``disabled`` names channels to skip."""
+    """The ``k`` most suspicious elements of ``rendered``, best first; ``disabled`` names channels to skip.
+
+    ``model`` None weighs channels with the hand-set ``WEIGHTS``; a model's weights also hold the
+    stack trace's first element in the top ``SAFETY_RANK`` (unless the traceback channel is off).
+    """
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
     off = frozenset(disabled)
-    ctx = context if context is not None else Context.build(analysis, rendered.variant)
-    channels = _channel_scores(ctx, rendered, off)
-    lexical = (
-        normalized_bm25([code_tokens(e.code) for e in rendered.elements], ctx.message)
-        if str(Channel.LEXICAL) not in off
-        else [0.0] * len(rendered.elements)
-    )
-    statements = ctx.statements
+    table = channel_table(analysis, rendered, disabled=off, context=context)
+    weights = WEIGHTS if model is None else model.channel_weights(table.context)
+    safety = model is not None and str(Channel.TRACEBACK) not in off
+    return rank_table(table, weights, safety=safety)[:k]
+
+
+def rank_table(table: ChannelTable, weights: dict[Channel, float], *, safety: bool) -> list[ScoredElement]:
+    """Every element of ``table``, best first, scored with per-channel ``weights`` (ties: source order).
+
+    A channel's record weighs its weight times its value; a negative or zero contribution of a
+    channel that fired is counted in the score but not shown as evidence.
+    """
     scored: list[tuple[float, int, ScoredElement]] = []
-    for index, element in enumerate(rendered.elements):
-        sids = sorted({s for s in (ctx.sid_at(element.path, n) for n in element.lines) if s is not None})
+    for index, row in enumerate(table.elements):
+        element = row.element
         evidence: list[Evidence] = []
-        for channel, scores in channels.items():
-            best = max((s for s in sids if s in scores), key=lambda s: scores[s].value, default=None)
-            if best is None:
-                continue
-            signal = scores[best]
-            evidence.append(
-                Evidence(
-                    channel,
-                    WEIGHTS[channel] * signal.value,
-                    statements[best].path,
-                    statements[best].start_line,
-                    signal.detail,
-                    signal.source,
-                    signal.source_line,
+        contributions: list[float] = []
+        for channel, hit in row.hits:
+            weight = weights.get(channel, 0.0) * hit.value
+            contributions.append(weight)
+            if weight > 0 or (weight == 0 and hit.value == 0):
+                evidence.append(
+                    Evidence(channel, weight, hit.path, hit.line, hit.detail, hit.source, hit.source_line)
                 )
-            )
-        if lexical[index] > 0:
-            evidence.append(
-                Evidence(
-                    Channel.LEXICAL,
-                    WEIGHTS[Channel.LEXICAL] * lexical[index],
-                    element.path,
-                    element.start_line,
-                    f"shares words with the error message (BM25 {lexical[index]:.2f})",
-                )
-            )
-        score = sum(e.weight for e in evidence)
-        if rendered.level == "line" and element.code.lstrip().startswith("#"):
+        score = sum(contributions)
+        if table.level == "line" and element.code.lstrip().startswith("#"):
             score *= COMMENT_FACTOR
         evidence.sort(key=lambda e: -e.weight)
         reason = "; ".join(e.detail for e in evidence[:3]) or "no specific evidence"
@@ -176,7 +114,17 @@ def rank_heuristic(
             (-score, index, ScoredElement(element, round(score, 4), reason, tuple(evidence[:MAX_EVIDENCE])))
         )
     scored.sort(key=lambda item: (item[0], item[1]))
-    return [item[2] for item in scored[:k]]
+    ranked = [item[2] for item in scored]
+    if safety and table.innermost is not None:
+        at = next(i for i, (_, index, _) in enumerate(scored) if index == table.innermost)
+        if at >= SAFETY_RANK:
+            held = ranked.pop(at)
+            why = f"the stack trace's first element, held in the top {SAFETY_RANK}"
+            ranked.insert(
+                SAFETY_RANK - 1,
+                ScoredElement(held.element, held.score, f"{why}; {held.reason}", held.evidence),
+            )
+    return ranked
 
 
 def rank_stacktrace(

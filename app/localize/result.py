@@ -89,6 +89,7 @@ class TriageResult:
     status: str = "done"
     evidence_found: bool = True  # False: nothing in the failure pointed anywhere; the ranking is a guess
     options: TriageOptions | None = None  # the resolved options the triage ran with, stored whole
+    ranker_model: str | None = None  # the built-in ranker's model file, where it ranked or filled in
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -118,6 +119,7 @@ class TriageResult:
             "warnings": list(self.warnings),
             "evidence_found": self.evidence_found,
             "options": None if self.options is None else self.options.to_dict(),
+            "ranker_model": self.ranker_model,
         }
 
     @classmethod
@@ -153,4 +155,5 @@ class TriageResult:
             status=data.get("status") or "done",
             options=None if options is None else TriageOptions.from_dict(options),
             evidence_found=bool(data.get("evidence_found", True)),
+            ranker_model=data.get("ranker_model"),
         )

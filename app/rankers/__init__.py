@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 _REGISTRY: dict[str, str] = {
     "llm": "app.rankers.llm:LlmRanker",
     "heuristic": "app.rankers.heuristic:HeuristicRanker",
+    "handset": "app.rankers.heuristic:HandsetRanker",
     "stacktrace": "app.rankers.stacktrace:StacktraceRanker",
     "history": "app.rankers.history:HistoryRanker",
 }

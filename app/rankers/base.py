@@ -66,6 +66,7 @@ class RankAnswer:
     counts: PostprocessCounts = field(default_factory=PostprocessCounts)
     warnings: tuple[str, ...] = ()
     fallback: str | None = None  # why the asked-for ranker did not answer (fully)
+    ranker_model: str | None = None  # the built-in ranker's model file that scored the picks
 
 
 class Ranker(Protocol):

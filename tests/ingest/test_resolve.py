@@ -98,3 +98,46 @@ def test_imports_survive_syntax_errors() -> None:
 @given(st.text(max_size=80))
 def test_id_paths_are_python_files(test_id: str) -> None:
     assert all(p.endswith(".py") for p in id_paths(test_id))
+
+
+CONFTEST_FIXTURES = {
+    "conftest.py": (
+        "import pytest\n\n\n@pytest.fixture(autouse=True)\ndef clean_env():\n    yield\n\n\n"
+        "@pytest.fixture\ndef unused():\n    return 0\n"
+    ),
+    "suite/conftest.py": (
+        "import pytest\n\n\n@pytest.fixture\ndef lab():\n    return {'ports': 48}\n\n\n"
+        "@pytest.fixture(name='expected_ports')\ndef _ports(lab):\n    return {'uplink': 4}\n"
+    ),
+    "suite/net/conftest.py": "import pytest\n\n\n@pytest.fixture\ndef vlan():\n    return 100\n",
+    "other/conftest.py": "import pytest\n\n\n@pytest.fixture\ndef expected_ports():\n    return {}\n",
+    "suite/net/test_ports.py": (
+        "import pytest\n\n\ndef test_ports(expected_ports):\n    assert expected_ports\n\n\n"
+        "def test_vlan(vlan):\n    assert vlan\n\n\n@pytest.mark.usefixtures('vlan')\nclass TestMarked:\n"
+        "    def test_marked(self):\n        assert True\n"
+    ),
+}
+
+
+def test_conftests_up_to_the_root_that_define_a_used_fixture_are_scripts(tmp_path: Path) -> None:
+    checkout = _tree(tmp_path, CONFTEST_FIXTURES)
+    # expected_ports (renamed by name=) and the lab fixture it requests: suite/conftest.py; the
+    # autouse fixture: the root's; the nearest conftest defines nothing test_ports uses.
+    paths, _ = _paths(TestRun("suite/net/test_ports.py::test_ports", "fail", log="E"), checkout)
+    assert paths == ["suite/net/test_ports.py", "suite/conftest.py", "conftest.py"]
+    paths, _ = _paths(TestRun("suite/net/test_ports.py::test_vlan", "fail", log="E"), checkout)
+    assert paths == ["suite/net/test_ports.py", "suite/net/conftest.py", "conftest.py"]
+    paths, _ = _paths(TestRun("suite/net/test_ports.py::TestMarked::test_marked", "fail", log="E"), checkout)
+    assert paths == ["suite/net/test_ports.py", "suite/net/conftest.py", "conftest.py"]
+
+
+def test_conftests_are_not_read_above_the_checkout_root(tmp_path: Path) -> None:
+    (tmp_path / "conftest.py").write_text("import pytest\n\n\n@pytest.fixture\ndef host():\n    return 1\n")
+    checkout = _tree(
+        tmp_path / "repo",
+        {
+            "test_a.py": "def test_a(host):\n    assert host\n",
+            "sub/conftest.py": CONFTEST_FIXTURES["conftest.py"],
+        },
+    )
+    assert _paths(TestRun("test_a.py::test_a", "fail", log="E"), checkout)[0] == ["test_a.py"]

@@ -29,8 +29,10 @@ from app.analysis.logparse.formats import (
     check_prefix_format,
     clean_text,
 )
+from app.analysis.logparse.rawframes import merge_frames, scan_frames, traceback_marks
 from app.analysis.logparse.tracebacks import (
     _CHAIN_LINES,
+    _DEF,
     _FRAME_START,
     _FRAME_TAIL,
     _GROUP_HEADER,
@@ -45,8 +47,9 @@ from app.analysis.logparse.tracebacks import (
     _Traceback,
     _TracebackReader,
     _unwrap_exception_groups,
+    echoed_source,
 )
-from app.analysis.model import LogMessage, ParsedLog
+from app.analysis.model import Frame, LogMessage, ParsedLog
 
 _FAILING = frozenset({"FAIL", "ERROR", "INTERRUPTED"})
 _STATUS = r"(?P<status>PASS|FAIL|ERROR|SKIP|WARN|INTERRUPTED|CANCEL|STARTED)"
@@ -285,6 +288,13 @@ class _Parser(_TracebackReader):
             self.special = prefixes.special
         else:
             self.special = _plain_special(lines.text, lines.bounds, lines.n)
+        # source lines pytest echoed in its report: traceback text, not messages
+        self.raw = scan_frames(lines.text, lines.bounds, lines.n, self.prefixed_body)
+        self.echo = echoed_source([k for _p, _l, _f, k, py in self.raw if py], lines.n, self.body)
+        if self.echo:
+            self.special = bytearray(self.special)
+            for k in self.echo:
+                self.special[k] = 1
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -294,6 +304,10 @@ class _Parser(_TracebackReader):
 
     def lineno(self, i: int) -> int:
         return i + 1 + self.offset
+
+    def prefixed_body(self, i: int) -> str | None:
+        p = self.prefixes[i]
+        return None if p is None else p.body
 
     def flush(self) -> None:
         if self.open is not None:
@@ -382,6 +396,12 @@ class _Parser(_TracebackReader):
             return self.python_traceback(i)
         if stripped in _CHAIN_LINES or i in self.quiet:
             self.flush()
+            return i + 1
+        if i in self.echo:
+            self.flush()
+            m = _DEF.match(stripped)
+            if m is not None:  # the function whose frame the next location closes
+                self.pytest_func = m.group("name")
             return i + 1
         if prefix is not None and self.in_report:
             self.in_report = False
@@ -632,10 +652,27 @@ def parse_log(text: str, *, prefix_format: str | None = None, max_lines: int | N
     warnings.extend(parser.warnings)
     return ParsedLog(
         messages=parser.messages,
-        frames=parser.frames(),
+        frames=_all_frames(parser, text, bounds, n, offset),
         error_message=error,
         warnings=tuple(dict.fromkeys(warnings)),
         format=name,
+    )
+
+
+def _all_frames(parser: _Parser, text: str, bounds: array, n: int, offset: int) -> tuple[Frame, ...]:
+    """The reader's frames, with those only the raw scan of the text found (rawframes.py) merged in."""
+    merged = merge_frames(
+        [(tb.start, tb.frames) for tb in parser.tracebacks],
+        [(path, line, func, k) for path, line, func, k, _py in parser.raw],
+        lambda: traceback_marks(text, bounds, n),
+        offset,
+    )
+    if merged is None:
+        return parser.frames()
+    return tuple(
+        Frame(path, line, func, code, log_line, index)
+        for index, frames in enumerate(merged)
+        for path, line, func, code, log_line in frames
     )
 
 

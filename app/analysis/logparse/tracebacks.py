@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import keyword
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from app.analysis.logparse.formats import _Prefix
@@ -446,3 +446,49 @@ class _TracebackReader:
                 out.append(Frame(path, line, func, code, log_line, index))
             index += 1
         return tuple(out)
+
+
+_ECHO_SPAN = 60  # lines between a `>` code line and its location (a long statement, many E lines)
+
+
+def echoed_source(locations: Sequence[int], n: int, body: Callable[[int], str]) -> set[int]:
+    """Lines of source that pytest's long tracebacks echo above a ``>`` line: never log output.
+
+    A frame of a long report prints its function's source indented by four spaces, marks the
+    failing line with ``>``, then the ``E`` lines and the ``path.py:N:`` location. The source
+    echoes the script's own ``print``/``logging`` calls, which would otherwise read as messages
+    those calls logged. Read upwards from each location line (``locations``, 0-based, ascending,
+    found by the raw scan), so a prefixed or cut report (no section title) is read the same.
+    """
+    echo: set[int] = set()
+    floor = -1  # lines above it were read from an earlier location
+    for j in locations:
+        if j <= floor or j >= n:
+            continue
+        below: list[int] = []
+        k = j - 1
+        while k > floor and k >= j - _ECHO_SPAN:
+            line = body(k)
+            stripped = line.strip()
+            if line.startswith(">") and _pytest_kind(stripped) == "code":
+                break
+            if line.startswith("    "):
+                below.append(k)  # the rest of a statement that spans lines
+            elif stripped and _pytest_kind(stripped) != "e":
+                k = floor
+                break
+            k -= 1
+        if k <= floor or k < j - _ECHO_SPAN:
+            floor = j
+            continue
+        echo.update(below)
+        up = k - 1
+        while up > floor:
+            line = body(up)
+            if line.strip() and not line.startswith("    "):
+                break
+            if line.strip():
+                echo.add(up)
+            up -= 1
+        floor = j
+    return echo

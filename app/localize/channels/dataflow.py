@@ -8,17 +8,22 @@ assigns a name only under a condition makes the condition suspicious too.
 A deliberate check is a failure the script raises itself (``assert``, ``self.assertX``,
 ``self.fail/error/cancel/skip``, ``pytest.fail``, ``raise TestFail(...)``). The fault is most
 often in the condition that guards it or in the code that produced the checked values, so the
-check channel credits those, and the raise itself counts less.
+check channel credits those, and the raise itself counts less. When the check compares two values,
+the definitions of the expected one (``app.localize.channels.expected``: the operand named so, or
+the one built from a literal holding the value the log printed for it) count more: a wrong
+expected value is the commonest fault of test code.
 """
 
 from __future__ import annotations
 
+import ast
 import re
 from collections import deque
 from collections.abc import Callable, Iterable
 
-from app.analysis.model import Statement, StmtKind
+from app.analysis.model import Function, Statement, StmtKind
 from app.localize.channels import Context, Scores, Signal, put
+from app.localize.channels import expected as exp
 
 DECAY = 0.6  # per def-use hop
 MAX_HOPS = 4
@@ -40,6 +45,14 @@ CRASH = re.compile(
     r"|ImportError|ModuleNotFoundError|RecursionError|OverflowError|UnicodeDecodeError|UnicodeEncodeError)\b"
 )
 CONDITIONS = (StmtKind.IF, StmtKind.ELIF, StmtKind.WHILE)
+EXPECTED_MATCH = 0.7  # a definition of the expected side that holds the value the log printed for it
+EXPECTED_SIDE = 0.4  # a definition of the expected side, with no printed value to confirm it
+MATCH_DECAY = 0.9  # per hop, for a matching definition: the value itself says it produced the expected one
+# Clause headers the def-use walk credits as guards: they bind nothing, so hold no expected value.
+NOT_DEFINITIONS = frozenset(
+    {StmtKind.IF, StmtKind.ELIF, StmtKind.ELSE, StmtKind.WHILE, StmtKind.TRY, StmtKind.EXCEPT}
+    | {StmtKind.FINALLY, StmtKind.MATCH, StmtKind.CASE}
+)
 
 _YIELD = re.compile(r"^\s*(?:\w+\s*=\s*)?yield\b")
 Credit = Callable[[int, int, str, float], None]  # (sid, hops, detail, factor)
@@ -135,7 +148,8 @@ def definitions(ctx: Context, name: str, use: Statement) -> list[int]:
     """Statements that may have assigned ``name`` before ``use`` read it."""
     facts = ctx.facts
     if name.startswith("attr:"):
-        return [sid for sid, names in facts.defs.items() if name in names and sid != use.sid]
+        found = [sid for sid, names in facts.defs.items() if name in names and sid != use.sid]
+        return found + class_attributes(ctx, name.removeprefix("attr:"))
     function = ctx.functions[use.function]
     local = [sid for sid in function.statements if name in facts.defs.get(sid, ()) and sid != use.sid]
     if local:
@@ -157,6 +171,26 @@ def definitions(ctx: Context, name: str, use: Statement) -> list[int]:
         if found:
             return found
     return []
+
+
+def class_attributes(ctx: Context, name: str) -> list[int]:
+    """Statements of a class body that bind ``name``: ``self.name`` reads them when no instance sets it."""
+    found: list[int] = []
+    for source in ctx.analysis.program.files:
+        if not source.container_headers:
+            continue
+        module = next(
+            (f for f in ctx.functions.values() if f.kind == "module" and f.path == source.path), None
+        )
+        if module is None:
+            continue
+        for sid in module.statements:
+            line = ctx.statements[sid].start_line
+            if name in ctx.facts.defs.get(sid, ()) and any(
+                start < line <= end for start, end, _ in source.container_headers
+            ):
+                found.append(sid)
+    return found
 
 
 def walk(ctx: Context, start: int, names: Iterable[str], credit: Credit, quoted: frozenset[str]) -> None:
@@ -274,7 +308,154 @@ def check_scores(ctx: Context, site: int | None) -> Scores:
             put(scores, sid, Signal(value * DECAY**hops * factor, f"{detail} (checked by the condition)"))
 
         walk(ctx, guard, ctx.facts.uses.get(guard, ()), scaled, quoted)
+    _expected_side(ctx, site, scores, quoted)
     return scores
+
+
+def _comparison(ctx: Context, site: int) -> tuple[int, exp.Compared] | None:
+    """The comparison a failed check made: the check itself, or the condition guarding a raise."""
+    found = exp.compared(exp.parse_statement(ctx.facts.text.get(site, "")))
+    if found is not None:
+        return site, found
+    if checks_in_place(ctx, site):
+        return None
+    for guard, _ in guards(ctx, site):
+        if ctx.statements[guard].kind in CONDITIONS:
+            found = exp.compared(exp.parse_statement(ctx.facts.text.get(guard, ""), header=True))
+            if found is not None:
+                return guard, found
+    return None
+
+
+Definitions = dict[int, tuple[int, str]]  # sid -> (fewest hops, how it produces the value)
+
+
+def _operand_definitions(
+    ctx: Context, sid: int, operand: ast.expr, quoted: frozenset[str], own: dict[int, tuple[object, ...]]
+) -> Definitions:
+    """Where one operand's value comes from: local, module and class definitions, helpers' returns,
+    fixtures, callers' arguments and parameter defaults (``own``: literals of a default's text)."""
+    names, callees = exp.operand_names(operand)
+    found: Definitions = {}
+
+    def credit(def_sid: int, hops: int, detail: str, factor: float) -> None:
+        if factor < 1.0 or ctx.statements[def_sid].kind in NOT_DEFINITIONS:
+            return  # an import or a guard: not where the value is written
+        if def_sid not in found or hops < found[def_sid][0]:
+            found[def_sid] = (hops, detail)
+
+    def further(def_sid: int, hops: int, detail: str, factor: float) -> None:
+        credit(def_sid, hops + 1, detail, factor)
+
+    walk(ctx, sid, names, credit, quoted)
+    for callee in sorted(callees):
+        for fid in ctx.by_name.get(callee, ()):
+            for out in _results(ctx, fid):
+                credit(out, 1, f"{callee}() returns it", 1.0)
+                walk(ctx, out, ctx.facts.uses.get(out, ()), further, quoted)
+    use = ctx.statements[sid]
+    function = ctx.functions[use.function]
+    for name in sorted(names & set(ctx.facts.params.get(use.function, ()))):
+        default = _parameter_default(ctx, function, name)
+        if default is None or not function.statements:
+            continue
+        line, expression = default
+        proxy = ctx.sid_at(function.path, line)
+        target = proxy if proxy is not None else function.statements[0]  # a header line is no statement
+        text = ast.unparse(expression)
+        own[target] = exp.literals(text)
+        credit(
+            target,
+            1,
+            f"`{name}` defaults to {text[:40]} in the header of {function.name}() (line {line})",
+            1.0,
+        )
+        default_names, _ = exp.operand_names(expression)
+        walk(ctx, target, default_names, further, quoted)
+    return found
+
+
+def _parameter_default(ctx: Context, function: Function, name: str) -> tuple[int, ast.expr] | None:
+    """The ``def`` line of ``function`` and the default its header gives parameter ``name``."""
+    if not function.header_lines:
+        return None
+    lines = next(f.lines for f in ctx.analysis.program.files if f.path == function.path)
+    first, last = function.header_lines[0], function.header_lines[-1]
+    header = lines[first - 1 : last]
+    default = exp.parameter_default("\n".join(header), name)
+    if default is None:
+        return None
+    at = next((i for i, text in enumerate(header) if re.match(r"\s*(?:async\s+)?def\b", text)), 0)
+    return first + at, default
+
+
+def _expected_side(ctx: Context, site: int, scores: Scores, quoted: frozenset[str]) -> None:
+    """Credit the definitions of the expected operand of the failed comparison, most when one holds
+    the value the log printed for that side (``assert 3 == 4``, ``[1, 2] != [1, 3]``, "expected 4")."""
+    found = _comparison(ctx, site)
+    if found is None:
+        return
+    sid, compared = found
+    if any(exp.is_literal(operand) for operand in compared.operands):
+        return  # the expected value is written in the check itself, which ranks on its own
+    printed = exp.printed(ctx.message, compared.operator)
+    own: dict[int, tuple[object, ...]] = {}  # literals per definition, read once
+    sides = [_operand_definitions(ctx, sid, operand, quoted, own) for operand in compared.operands]
+
+    def matches(side: int, wanted: tuple[object, ...]) -> dict[int, object]:
+        out: dict[int, object] = {}
+        for def_sid in sides[side]:
+            present = own.get(def_sid)
+            if present is None:
+                present = own[def_sid] = exp.literals(ctx.facts.text.get(def_sid, ""))
+            value = exp.matching(wanted, present)
+            if value is not None:
+                out[def_sid] = value
+        return out
+
+    side = exp.named_side(compared)
+    wanted: list[tuple[object, ...]] = [(), ()]
+    if printed is not None:
+        wanted = [printed.sides[0], printed.sides[1]]
+        if printed.expected:  # the message says which value was expected
+            if side is None:
+                hits = [bool(matches(i, printed.expected)) for i in (0, 1)]
+                side = hits.index(True) if hits.count(True) == 1 else None
+            if side is not None:
+                wanted[side] = printed.expected + wanted[side]
+    found_matches = [matches(0, wanted[0]), matches(1, wanted[1])]
+    hits = [bool(m) for m in found_matches]
+    if side is None and hits.count(True) == 1:
+        side = hits.index(True)  # the literals that produced a printed value: the side built from constants
+    known = side is not None
+    if side is None:
+        side = 1  # the usual spelling, `assert f() == 4`: credited only where a literal matches
+    operand = ast.unparse(compared.operands[side])
+    operand = operand if len(operand) <= 40 else operand[:37] + "..."
+    source = printed.source if printed is not None else None
+    for def_sid, (hops, detail) in sides[side].items():
+        if def_sid in found_matches[side]:
+            value = exp.shown(found_matches[side][def_sid])
+            put(
+                scores,
+                def_sid,
+                Signal(
+                    EXPECTED_MATCH * MATCH_DECAY ** (hops - 1),
+                    f"writes {value}, the expected value `{operand}` the log printed for the failing check"
+                    f" ({detail})",
+                    source,
+                ),
+            )
+        elif known:
+            put(
+                scores,
+                def_sid,
+                Signal(
+                    EXPECTED_SIDE * DECAY ** (hops - 1),
+                    f"defines the expected value `{operand}` of the failing check ({detail})",
+                    source,
+                ),
+            )
 
 
 def _missing_attributes(ctx: Context, error: int, credit: Credit) -> None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from app.analysis.logparse.pyerrors import PythonError, python_error
 from app.analysis.model import Statement, StmtKind
 from app.localize.channels import Context, Scores, Signal, put
 from app.localize.channels.dataflow import INITIALIZERS, definitions, earlier_conditions, guards
@@ -59,16 +60,26 @@ def _has(*phrases: str) -> Callable[[str], bool]:
 
 RULES: tuple[Rule, ...] = (
     (_has("FileNotFoundError", "No such file", "ENOENT", "does not exist"), _PATH, "builds or checks a path"),
-    (_has("IndexError", "index out of range"), _INDEX, "indexes a sequence or checks its length"),
+    (
+        _has("IndexError", "index out of range", "pop from empty"),
+        _INDEX,
+        "indexes a sequence or checks its length",
+    ),
     (_has("KeyError"), _KEY, "reads a key or tests membership"),
-    (_has("NoneType"), _NONE, "binds a value that can be None"),
+    (_has("NoneType", "'None' object"), _NONE, "binds a value that can be None"),
     (
         _has("ZeroDivisionError", "division by zero", "modulo by zero"),
         _ZERO,
         "produces a zero or empty value",
     ),
     (
-        _has("is not subscriptable", "object is not an iterator"),
+        _has(
+            "is not subscriptable",
+            "is unsubscriptable",
+            "does not support indexing",
+            "has no attribute '__getitem__'",
+            "object is not an iterator",
+        ),
         _VIEW,
         "produces a view or iterator, not a list",
     ),
@@ -82,6 +93,12 @@ RULES: tuple[Rule, ...] = (
         _has(
             "object cannot be interpreted as",
             "unsupported operand",
+            "can only concatenate",
+            "cannot concatenate",
+            "Can't convert",
+            "not supported between instances of",
+            "unorderable types",
+            "can't multiply sequence",
             "must be str",
             "bytes-like",
             "not bytes",
@@ -110,16 +127,16 @@ def exception_scores(ctx: Context, site: int | None) -> Scores:
                 near = stmt.function == local and stmt.start_line <= before  # ran on the way to the failure
                 value = LOCAL if near else ELSEWHERE
                 put(scores, sid, Signal(value, f"{what}, what this kind of error comes from", headline))
-    _names(ctx, text, headline, scores)
-    key = re.search(r"KeyError: ['\"]([^'\"\n]{1,80})['\"]", text)
-    if key:
+    error = python_error(text)
+    _names(ctx, error, headline, scores)
+    if error.key is not None:
+        key = error.key
         for sid, body in ctx.facts.text.items():
-            if (f"'{key.group(1)}'" in body or f'"{key.group(1)}"' in body) and ctx.is_kept(sid):
-                put(scores, sid, Signal(1.0, f"uses the key {key.group(1)!r} the error names", headline))
-    attribute = re.search(r"object has no attribute '(\w+)'", text)
-    if site is not None and attribute and "module '" not in text and "NoneType" not in text:
-        _cleanup_reads(ctx, site, attribute.group(1), headline, scores)
-    if site is not None and "NoneType" in text:
+            if (f"'{key}'" in body or f'"{key}"' in body) and ctx.is_kept(sid):
+                put(scores, sid, Signal(1.0, f"uses the key {key!r} the error names", headline))
+    if site is not None and error.attribute and error.owner != "module" and not error.none:
+        _cleanup_reads(ctx, site, error.attribute, headline, scores)
+    if site is not None and error.none:
         _none_guard(ctx, site, headline, scores)
     return scores
 
@@ -143,34 +160,28 @@ def _none_guard(ctx: Context, site: int, headline: str, scores: Scores) -> None:
                 )
 
 
-def _names(ctx: Context, text: str, headline: str, scores: Scores) -> None:
+def _names(ctx: Context, error: PythonError, headline: str, scores: Scores) -> None:
     """Errors naming a name: where it is (not) defined, imported or called."""
     facts = ctx.facts
-    missing = re.search(r"No module named '([\w.]+)'|cannot import name '(\w+)'", text)
-    if missing:
-        wanted = (missing.group(1) or missing.group(2)).split(".")[0]
+    if error.kind in ("missing-module", "cannot-import"):
+        wanted = (error.module if error.kind == "missing-module" else error.name) or ""
+        wanted = wanted.split(".")[0]
         for sid, body in facts.text.items():
-            if facts.imports.get(sid) and wanted in body:
+            if wanted and facts.imports.get(sid) and wanted in body:
                 put(
                     scores, sid, Signal(1.0, f"imports `{wanted}`, which the error says is missing", headline)
                 )
-    module = re.search(r"module '([\w.]+)' has no attribute '(\w+)'", text)
-    if module:
-        base, attr = module.group(1).split(".")[-1], module.group(2)
+    if error.kind == "missing-attribute" and error.owner == "module" and error.attribute:
+        base, attr = (error.owner_name or "").split(".")[-1], error.attribute
         for sid, body in facts.text.items():
             if f".{attr}" in body and ctx.is_kept(sid):
                 put(scores, sid, Signal(0.9, f"uses `{attr}` of a module that lacks it", headline))
-            elif facts.imports.get(sid) and base in body:
+            elif base and facts.imports.get(sid) and base in body:
                 put(scores, sid, Signal(0.7, f"imports `{base}`, the module without `{attr}`", headline))
-    attribute = re.search(r"object has no attribute '(\w+)'", text)
-    if attribute and not module and "NoneType" not in text:
-        _missing_attribute(ctx, attribute.group(1), headline, scores)
-    undefined = re.search(
-        r"name '(\w+)' is not defined|local variable '(\w+)' referenced|cannot access local variable '(\w+)'",
-        text,
-    )
-    if undefined:
-        name = next(g for g in undefined.groups() if g)
+    if error.kind == "missing-attribute" and error.owner != "module" and error.attribute and not error.none:
+        _missing_attribute(ctx, error.attribute, headline, scores)
+    if error.kind in ("undefined-name", "unbound-local") and error.name:
+        name = error.name
         for sid, names in facts.defs.items():
             if name not in names:
                 continue
@@ -186,19 +197,21 @@ def _names(ctx: Context, text: str, headline: str, scores: Scores) -> None:
         for sid, names in facts.imports.items():
             if names:
                 put(scores, sid, Signal(0.3, f"an import: `{name}` may be missing here", headline))
-    args = re.search(r"(\w+)\(\) (?:takes|missing|got an unexpected keyword|got multiple values)", text)
-    if args:
-        callee = args.group(1)
+    if error.kind == "arguments" and error.callee:
+        callee, called = error.callee, error.called or error.callee
         for fid in ctx.by_name.get(callee, ()):
             function = ctx.functions[fid]
+            owner = function.qualname.rsplit(".", 1)[0] if "." in function.qualname else None
+            if error.qualifier and owner and owner.rsplit(".", 1)[-1] != error.qualifier.rsplit(".", 1)[-1]:
+                continue  # 3.10+ names the class: another class's method of that name is not it
             if function.statements:
                 put(
                     scores,
                     function.statements[0],
                     Signal(0.6, f"in {callee}(), whose signature the call does not fit", headline),
                 )
-        for sid in facts.call_sites.get(callee, ()):
-            put(scores, sid, Signal(1.0, f"calls {callee}() with arguments it does not accept", headline))
+        for sid in facts.call_sites.get(called, ()):
+            put(scores, sid, Signal(1.0, f"calls {called}() with arguments it does not accept", headline))
 
 
 def _cleanup_reads(ctx: Context, site: int, name: str, headline: str, scores: Scores) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from app.analysis.logparse.pyerrors import python_error
 from app.analysis.model import Frame
 from app.localize.channels import Context, Scores, Signal, put
 
@@ -25,7 +26,6 @@ UPSTREAM = (
     "cannot access local variable",
 )
 _SPACES = re.compile(r"\s+")
-_ATTRIBUTE = re.compile(r"object has no attribute '(\w+)'")
 
 
 @dataclass(frozen=True)
@@ -108,10 +108,12 @@ def reveals_upstream(ctx: Context) -> bool:
     head = ctx.message[:2000]
     if any(phrase in head for phrase in UPSTREAM):
         return True
-    missing = _ATTRIBUTE.search(head)
-    if missing is None or "module '" in head:
+    error = python_error(head)
+    if error.kind == "unbound-local" or error.none:
+        return True
+    if error.kind != "missing-attribute" or error.owner == "module" or not error.attribute:
         return False
-    wanted = f"attr:{missing.group(1)}"
+    wanted = f"attr:{error.attribute}"
     return any(wanted in names for names in ctx.facts.defs.values())
 
 

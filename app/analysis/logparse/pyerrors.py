@@ -1,0 +1,141 @@
+"""What a Python error message says, in the wording of every CPython from 2.7 to 3.13.
+
+The ranker's channels want facts, not wording: which name was undefined or unbound, which
+attribute was missing and of what (an object, a module, a class), which function a call did not
+fit, which key or module was missing, whether a value was None. CPython reworded most of these
+messages over the years (``local variable 'x' referenced before assignment`` became ``cannot
+access local variable 'x' where it is not associated with a value`` in 3.11; 2.7 said ``global
+name 'x' is not defined`` and ``f() takes exactly 2 arguments (3 given)``; 3.10 qualifies
+methods as ``X.f()`` and adds ``Did you mean: 'y'?``). Each form is one pattern below; the
+patterns are anchored on literal words and read at most the head of the message.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_HEAD = 4000  # characters of the message read: the exception line is at its start or end
+_ID = r"[A-Za-z_]\w*"
+_DOTTED = r"[A-Za-z_][\w.]*"
+
+_UNDEFINED = re.compile(rf"\b(?:global )?name '({_ID})' is not defined")
+_UNBOUND = re.compile(
+    rf"\b(?:local|free) variable '({_ID})' referenced before assignment|"
+    rf"\bcannot access (?:local|free) variable '({_ID})' where it is not associated with a value"
+)
+_MODULE_ATTR = re.compile(rf"\bmodule '({_DOTTED})' has no attribute '({_ID})'")
+_MODULE_ATTR_27 = re.compile(rf"'module' object has no attribute '({_ID})'")
+_TYPE_ATTR = re.compile(
+    rf"\btype object '({_DOTTED})' has no attribute '({_ID})'|\bclass ({_ID}) has no attribute '({_ID})'"
+)
+_OBJECT_ATTR = re.compile(rf"'({_DOTTED})' object has no attribute '({_ID})'")
+_INSTANCE_ATTR = re.compile(rf"\b({_ID}) instance has no attribute '({_ID})'")
+_ARGS = re.compile(
+    rf"\b({_ID})\(\) (?:takes|missing \d+ required|got an unexpected keyword argument|"
+    r"got multiple values for|got some positional-only)"
+)
+_UNBOUND_METHOD = re.compile(rf"\bunbound method ({_ID})\(\) must be called with ({_ID}) instance")
+_MISSING_MODULE = re.compile(rf"\bNo module named '?({_DOTTED})'?")
+_CANNOT_IMPORT = re.compile(rf"\bcannot import name '?({_ID})'?(?: from '({_DOTTED})')?")
+_KEY = re.compile(r"\bKeyError: (?:[ub]?(['\"])(.{1,80}?)\1|(-?\d{1,40}))\s*$", re.MULTILINE)
+_NONE = ("NoneType", "'None' object")
+_OPERAND = (
+    "unsupported operand type",
+    "can only concatenate",
+    "cannot concatenate",
+    "Can't convert",
+    "can't convert",
+    "not supported between instances of",
+    "unorderable types",
+    "can't multiply sequence",
+    "must be str, not",
+    "object cannot be interpreted as",
+    "bytes-like",
+)
+_NOT_INDEXABLE = (
+    "is not subscriptable",
+    "is unsubscriptable",
+    "does not support indexing",
+    "has no attribute '__getitem__'",
+    "object is not an iterator",
+)
+_INDEX = ("IndexError", "index out of range", "pop from empty")
+
+
+@dataclass(frozen=True)
+class PythonError:
+    """The facts of one error message; None or False where the message does not say."""
+
+    kind: str | None = None  # "undefined-name" | "unbound-local" | "missing-attribute" | "arguments" | ...
+    name: str | None = None  # the undefined or unbound name, or the name that cannot be imported
+    attribute: str | None = None  # the missing attribute
+    owner: str | None = None  # whose attribute: "module", "type", "object" or "instance"
+    owner_name: str | None = None  # the module, class or type name where the message gives one
+    callee: str | None = None  # the function a call did not fit (``__init__``: the class is called)
+    qualifier: str | None = None  # its class, where the message names it (3.10+, 2.7's unbound methods)
+    module: str | None = None  # the missing module, or the one a name could not be imported from
+    key: str | None = None  # the missing key, as its repr's text
+    none: bool = False  # a value was None where it was used
+    operand: bool = False  # an operation got a value of the wrong type
+    not_indexable: bool = False  # indexed a value that cannot be (a view, an iterator, None)
+    index: bool = False  # an index past the end, or a pop from an empty sequence
+
+    @property
+    def called(self) -> str | None:
+        """The name a call of the callee is written with (a class for its ``__init__``)."""
+        if self.callee == "__init__" and self.qualifier:
+            return self.qualifier.rsplit(".", 1)[-1]
+        return self.callee
+
+
+def python_error(message: str) -> PythonError:
+    """The facts of a Python error message (any CPython 2.7 to 3.13 wording)."""
+    text = message[:_HEAD]
+    facts: dict[str, object] = {
+        "none": any(p in text for p in _NONE),
+        "operand": any(p in text for p in _OPERAND),
+        "not_indexable": any(p in text for p in _NOT_INDEXABLE),
+        "index": any(p in text for p in _INDEX),
+    }
+    key = _KEY.search(text)
+    if key:
+        facts["key"] = key.group(2) if key.group(2) is not None else key.group(3)
+    if m := _UNBOUND.search(text):
+        facts.update(kind="unbound-local", name=m.group(1) or m.group(2))
+    elif m := _UNDEFINED.search(text):
+        facts.update(kind="undefined-name", name=m.group(1))
+    elif m := _MODULE_ATTR.search(text):
+        facts.update(kind="missing-attribute", owner="module", owner_name=m.group(1), attribute=m.group(2))
+    elif m := _MODULE_ATTR_27.search(text):
+        facts.update(kind="missing-attribute", owner="module", attribute=m.group(1))
+    elif m := _TYPE_ATTR.search(text):
+        facts.update(
+            kind="missing-attribute",
+            owner="type",
+            owner_name=m.group(1) or m.group(3),
+            attribute=m.group(2) or m.group(4),
+        )
+    elif m := _OBJECT_ATTR.search(text):
+        facts.update(kind="missing-attribute", owner="object", owner_name=m.group(1), attribute=m.group(2))
+    elif m := _INSTANCE_ATTR.search(text):
+        facts.update(kind="missing-attribute", owner="instance", owner_name=m.group(1), attribute=m.group(2))
+    elif m := _UNBOUND_METHOD.search(text):
+        facts.update(kind="arguments", callee=m.group(1), qualifier=m.group(2))
+    elif m := _ARGS.search(text):
+        facts.update(kind="arguments", callee=m.group(1), qualifier=_qualifier(text, m.start(1)))
+    elif m := _MISSING_MODULE.search(text):
+        facts.update(kind="missing-module", module=m.group(1))
+    elif m := _CANNOT_IMPORT.search(text):
+        facts.update(kind="cannot-import", name=m.group(1), module=m.group(2))
+    return PythonError(**facts)  # type: ignore[arg-type]
+
+
+def _qualifier(text: str, at: int) -> str | None:
+    """The dotted name before ``.f()`` at ``at`` (``X`` of ``X.f() takes ...``), read backwards."""
+    if at == 0 or text[at - 1] != ".":
+        return None
+    start = at - 1
+    while start > 0 and (text[start - 1].isalnum() or text[start - 1] in "_."):
+        start -= 1
+    return text[start : at - 1].strip(".") or None

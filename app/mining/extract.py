@@ -1,0 +1,568 @@
+"""Pure steps of mining: the failure log cut from a commit message, its frames, the fix's faulty lines,
+and a confidence grade with its reasons.
+
+People paste logs into commit messages in many ways: fenced, indented, quoted with ``>``, wrapped
+at 72 columns, with or without the runner's prefixes. A log is recognised by paragraphs (blank
+lines apart, a fenced block counts as one) most of whose lines look like log output, holding at
+least one strong marker (a traceback, a frame, a pytest ``E`` line, an exception line, a failing
+status line, or a timestamped error). The cut is verbatim: paragraphs are joined as they stood.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from fnmatch import fnmatch
+from pathlib import PurePosixPath
+
+# Markers, each searched on one line (no pattern can backtrack across lines).
+_TB_HEADER = re.compile(r"Traceback \(most recent call last\)")
+_FRAME = re.compile(r'File "([^"\n]+)", line (\d+)|File (/[^",\s]+\.py), line (\d+)')
+_PYTEST_E = re.compile(r"^\W{0,3}E {2,}\S|^\W{0,3}E\s+\w*(Error|Exception|assert)\b")
+_PYTEST_LOC = re.compile(r"(?:^|[\s(])([\w./-]+\.py):(\d+):")
+_EXCEPTION = re.compile(
+    r"^(?:[\s>|]*E?\s*|.*?(?:\d\d:\d\d\S*|ERROR|CRITICAL|FAILED|FAIL)\W{0,3}?[\s|:>\]-]+\s*)"
+    r"((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Failure|Exit|Timeout|Fail|Failed))(?::\s|:$|$)"
+)
+_STATUS = re.compile(r"\b(?:FAILED|FAIL|ERROR|ERRORED)\b")
+_STATUS_CONTEXT = re.compile(r"::|\(\d+/\d+\)|\.\.\.\s*(?:FAIL|ERROR)|^\W*(?:FAIL|ERROR):\s*\w")
+_TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d)?|(?:^|[\s\[])\d\d:\d\d:\d\d(?:[.,]\d+)?\b")
+_LEVEL = re.compile(r"\b(?:CRITICAL|ERROR|WARNING|WARN|INFO|DEBUG|FATAL)\b")
+_SECTION = re.compile(r"^\W*(?:_{3,}|={3,}|-{5,})\s*\S.*?(?:_{3,}|={3,}|-{5,})\s*$|^\s*[=_-]{10,}\s*$")
+_FENCE = re.compile(r"^\s*(?:```|~~~)")
+_TRAILER = re.compile(
+    r"^(?:Signed-off-by|Co-authored-by|Co-Authored-By|Change-Id|Reviewed-by|Reviewed-on|Acked-by|Tested-by"
+    r"|Reported-by|Suggested-by|Cc|Fixes|Closes|Resolves|Related-Bug|Related|Partial-Bug|Closes-Bug"
+    r"|Depends-On|Story|Task|Refs|See-also|Cherry-picked-from|\(cherry picked from)\b",
+    re.IGNORECASE,
+)
+# Lint, type-checker and compiler-warning reports cite ``path.py:N`` like tracebacks do but are no
+# test run: flake8/ruff/pycodestyle ``x.py:3:1: E303``, pylint ``W0611:`` or ``************* Module``,
+# mypy ``x.py:3: error: ... [code]``, Python's ``x.py:3: SyntaxWarning: ...``.
+_LINT = re.compile(
+    r"\.py:\d+:\d+:?\s+[A-Z]{1,3}\d{2,4}\b|\.py:\d+(?::\d+)?: (?:error|note|warning): |^\W*\*{5,} Module \S"
+    r"|\b[CRWEF]\d{4}(?:\(|:)|\b[CRWEF]\d{4}\s*:?\s*\d+,\d+:"
+)
+_WARNING = re.compile(r"\.py:\d+: \w*Warning\b|^\W*\w*Warning: ")
+# Prose that introduces the output of the fixed version, or an example: logs after it are not the failure.
+_AFTER_FIX = re.compile(
+    r"(?i)\b(?:after (?:this|the) (?:fix|change|patch|commit)|with (?:this|the) (?:fix|change|patch|commit)"
+    r"|this (?:fix|change|patch|commit) (?:makes|gives|shows)|now (?:it|we get|the output|the test|they)"
+    r"|fixed output|new output|will look like|instead it|example (?:output|results)|output looks like"
+    r"|looks like this|should look like|test results|if this times out)\b|^\W*(?:now|after)\W*$"
+)
+_REPL = re.compile(r"^\s*(?:>>>|In \[\d+\]:|cqlsh(?::\w+)?>)|File \"<(?:stdin|string)>\"")
+_PASSED_RUN = re.compile(r"\b\d+ passed\b|^\s*OK\s*(?:\(|$)")
+_FAILED_RUN = re.compile(r"\b\d+ (?:failed|errors?)\b|\bFAILED\b|Traceback")
+
+
+@dataclass(frozen=True)
+class LogCut:
+    """A failure log cut verbatim from a commit message, and what marked it as one."""
+
+    text: str
+    markers: frozenset[str]  # traceback, frame, pytest_e, exception, status, timestamped_error
+    first_line: int  # 1-based line of the message where the cut starts
+
+    @property
+    def strength(self) -> str:
+        """``traceback`` (frames), ``error`` (an error line, no frames) or ``status`` (a status line only)."""
+        if {"traceback", "frame", "pytest_loc"} & self.markers:
+            return "traceback"
+        if {"pytest_e", "exception", "timestamped_error"} & self.markers:
+            return "error"
+        return "status"
+
+
+def _line_kinds(line: str) -> set[str]:
+    """The log markers on one line (empty for prose or code)."""
+    if _LINT.search(line):
+        return {"lint"}
+    if _WARNING.search(line) and not re.search(r"Error|Exception|Traceback|File \"", line):
+        return {"warning"}
+    kinds: set[str] = set()
+    if _TB_HEADER.search(line):
+        kinds.add("traceback")
+    if _FRAME.search(line):
+        kinds.add("frame")
+    if _PYTEST_E.search(line):
+        kinds.add("pytest_e")
+    if _PYTEST_LOC.search(line):
+        kinds.add("pytest_loc")
+    if _EXCEPTION.search(line):
+        kinds.add("exception")
+    if _STATUS.search(line) and _STATUS_CONTEXT.search(line):
+        kinds.add("status")
+    stamped = bool(_TIMESTAMP.search(line))
+    if stamped:
+        kinds.add("timestamp")
+        if re.search(r"\b(?:CRITICAL|ERROR|FATAL)\b", line):
+            kinds.add("timestamped_error")
+    elif _LEVEL.search(line) and re.search(r"\b(?:CRITICAL|ERROR|WARNING|INFO|DEBUG)\b\s*[:|\]-]", line):
+        kinds.add("level")
+    if _SECTION.search(line):
+        kinds.add("section")
+    return kinds
+
+
+STRONG = frozenset(
+    {"traceback", "frame", "pytest_e", "pytest_loc", "exception", "status", "timestamped_error"}
+)
+
+
+def _paragraphs(lines: Sequence[str]) -> list[tuple[int, int, bool]]:
+    """(start, end, fenced) line ranges, end exclusive: fenced blocks whole, others split on blank lines."""
+    out: list[tuple[int, int, bool]] = []
+    i, n = 0, len(lines)
+    while i < n:
+        if not lines[i].strip():
+            i += 1
+            continue
+        if _FENCE.match(lines[i]):
+            j = i + 1
+            while j < n and not _FENCE.match(lines[j]):
+                j += 1
+            if j > i + 1:
+                out.append((i + 1, j, True))
+            i = j + 1
+            continue
+        j = i
+        while j < n and lines[j].strip() and not _FENCE.match(lines[j]):
+            j += 1
+        out.append((i, j, False))
+        i = j
+    return out
+
+
+def _is_log_paragraph(lines: Sequence[str], fenced: bool) -> tuple[bool, set[str]]:
+    if any(_REPL.search(line) for line in lines):
+        return False, set()
+    kinds_per_line = [_line_kinds(line) for line in lines]
+    kinds: set[str] = set().union(*kinds_per_line) if kinds_per_line else set()
+    noise = sum(1 for k in kinds_per_line if k & {"lint", "warning"})
+    if noise and noise >= sum(1 for k in kinds_per_line if k & STRONG):
+        return False, kinds
+    if not kinds & STRONG:
+        # a paragraph without a strong marker joins a log only as its continuation (timestamped lines)
+        stamped = sum(1 for k in kinds_per_line if {"timestamp", "level"} & k)
+        return (bool(lines) and stamped >= max(1, len(lines) // 2)), kinds
+    if fenced or {"traceback", "frame", "pytest_e"} & kinds:
+        return True, kinds
+    loggy = sum(1 for line, k in zip(lines, kinds_per_line, strict=True) if k or _indented_or_quoted(line))
+    return loggy * 2 >= len(lines), kinds
+
+
+def _passing(lines: Sequence[str]) -> bool:
+    """A run that ended well: pytest's "N passed" or unittest's "OK" and no failure (no failure log)."""
+    return any(_PASSED_RUN.search(line) for line in lines) and not any(
+        _FAILED_RUN.search(line) for line in lines
+    )
+
+
+def _skip_prose(lines: Sequence[str], start: int, end: int) -> int:
+    """The first line of a log paragraph after any lead-in prose ("CI failed with:") glued on top."""
+    i = start
+    while i < end - 1 and not _line_kinds(lines[i]) and not _indented_or_quoted(lines[i]):
+        i += 1
+    return i if i < end - 1 else start
+
+
+def _indented_or_quoted(line: str) -> bool:
+    return line.startswith(("    ", "\t", ">", "|"))
+
+
+def _body_lines(message: str) -> tuple[list[str], int]:
+    """The message's lines after the subject, trailers at the end removed, and the offset of the first."""
+    lines = message.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    body = lines[1:]
+    end = len(body)
+    while end and (not body[end - 1].strip() or _TRAILER.match(body[end - 1].strip())):
+        end -= 1
+    return body[:end], 1
+
+
+def find_log(message: str) -> LogCut | None:
+    """The failure log pasted into a commit message, verbatim, or None when it holds none."""
+    lines, offset = _body_lines(message)
+    runs: list[tuple[int, int, set[str]]] = []  # joined log paragraphs: start, end, markers
+    example = False  # prose announced an example or the fixed version's output: skip what follows
+    for start, end, fenced in _paragraphs(lines):
+        ok, kinds = _is_log_paragraph(lines[start:end], fenced)
+        if example:
+            if ok:
+                continue
+            example = False
+        follows = runs and all(not lines[i].strip() for i in range(runs[-1][1], start))
+        if not ok and follows and all(_indented_or_quoted(line) for line in lines[start:end]):
+            ok = not any(_REPL.search(line) for line in lines[start:end])  # the indented rest of a log
+        if not ok:
+            if any(_AFTER_FIX.search(line) for line in lines[start:end]):
+                if runs:
+                    break  # what follows is the fixed version's output, or an example
+                example = True
+            continue
+        start = _skip_prose(lines, start, end)
+        if runs and all(not lines[i].strip() or _FENCE.match(lines[i]) for i in range(runs[-1][1], start)):
+            runs[-1] = (runs[-1][0], end, runs[-1][2] | kinds)
+        else:
+            runs.append((start, end, kinds))
+    runs = [r for r in runs if r[2] & STRONG and not _passing(lines[r[0] : r[1]])]
+    if not runs:
+        return None
+    chosen = [r for r in runs if "traceback" in r[2] or "frame" in r[2]] or runs
+    text = "\n\n".join("\n".join(lines[s:e]) for s, e, _ in chosen).strip("\n")
+    markers = frozenset(set().union(*(r[2] for r in chosen)) & STRONG)
+    return LogCut(text, markers, chosen[0][0] + offset + 1)
+
+
+@dataclass(frozen=True)
+class LogFrame:
+    path: str
+    line: int
+    source: str | None  # the source text the traceback echoed below the frame, if any
+
+
+_WRAPPED_FRAME = re.compile(r'File\s+"([^"]+)",\s+line\s+(\d+)')
+
+
+def log_frames(log: str) -> list[LogFrame]:
+    """Frames named by the log: Python's ``File "P", line N`` (also wrapped over two lines) with the
+    source line echoed under it, and pytest's ``P:N:`` locations, in log order."""
+    frames: list[LogFrame] = []
+    lines = log.split("\n")
+    for i, line in enumerate(lines):
+        m = _FRAME.search(line)
+        if m is None and 'File "' in line and i + 1 < len(lines):
+            m = _WRAPPED_FRAME.search(line + " " + lines[i + 1].lstrip(" >|"))
+        if m is not None:
+            source = None
+            for nxt in lines[i + 1 : i + 3]:
+                text = re.sub(r"^[>|\s]*", "", nxt)
+                text = (
+                    re.sub(r"^.*?\b(?:ERROR|INFO|DEBUG|WARNING)\s*[|:]\s*", "", text) if "|" in text else text
+                )
+                stripped = text.strip()
+                if not stripped or _FRAME.search(nxt) or stripped.startswith(("in ", "Traceback")):
+                    continue
+                source = stripped
+                break
+            frames.append(LogFrame(m.group(1) or m.group(3), int(m.group(2) or m.group(4)), source))
+            continue
+        for loc in _PYTEST_LOC.finditer(line):
+            frames.append(LogFrame(loc.group(1), int(loc.group(2)), None))
+    return frames
+
+
+def suffix_match(frame_path: str, candidates: Iterable[str]) -> str | None:
+    """The repository path a frame's (absolute or relative) path names: the longest common path suffix,
+    at least the file name; None when no candidate ends like it."""
+    parts = PurePosixPath(frame_path.replace("\\", "/")).parts
+    best: tuple[int, str] | None = None
+    for cand in candidates:
+        cparts = PurePosixPath(cand).parts
+        n = 0
+        while n < min(len(parts), len(cparts)) and parts[-1 - n] == cparts[-1 - n]:
+            n += 1
+        if n and (best is None or n > best[0]):
+            best = (n, cand)
+    return None if best is None else best[1]
+
+
+@dataclass(frozen=True)
+class FaultyLine:
+    path: str
+    line: int
+    text: str
+    kind: str  # "modified_or_removed" or "insertion_point"
+
+    def to_dict(self) -> dict[str, object]:
+        return {"path": self.path, "line": self.line, "text": self.text, "kind": self.kind}
+
+
+@dataclass(frozen=True)
+class FixHunks:
+    """What a fix did to one file of the faulty version."""
+
+    path: str  # path in the faulty version
+    new_path: str  # path in the fixed version (differs after a rename)
+    removed: tuple[int, ...]  # 1-based lines the fix modified or removed
+    insertions: tuple[int, ...]  # 0-based: a fix inserted lines after this line of the faulty version
+    added: int  # lines the fix added
+
+
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+
+
+def parse_unified_diff(diff: str) -> list[FixHunks]:
+    """Per file of a ``-U0`` diff (renames followed, new files skipped): removed lines, insertion points."""
+    out: list[FixHunks] = []
+    path: str | None = None
+    new_path = ""
+    removed: list[int] = []
+    inserted: list[int] = []
+    added = 0
+
+    def close() -> None:
+        if path is not None:
+            out.append(FixHunks(path, new_path or path, tuple(removed), tuple(inserted), added))
+
+    for line in diff.split("\n"):
+        if line.startswith("diff --git "):
+            close()
+            path, new_path, removed, inserted, added = None, "", [], [], 0
+        elif line.startswith("--- "):
+            old = line[4:].split("\t")[0]
+            path = None if old == "/dev/null" else old[2:] if old.startswith("a/") else old
+        elif line.startswith("+++ "):
+            new = line[4:].split("\t")[0]
+            if new == "/dev/null":
+                path = None  # a deleted file: nothing of it survives to be fixed
+            else:
+                new_path = new[2:] if new.startswith("b/") else new
+        elif path is not None and (m := _HUNK.match(line)):
+            start, count = int(m.group(1)), int(m.group(2) or "1")
+            new_count = int(m.group(4) or "1")
+            added += new_count
+            if count == 0:
+                inserted.append(start)
+            else:
+                removed.extend(range(start, start + count))
+    close()
+    return out
+
+
+def faulty_lines(hunks: FixHunks, parent_text: str) -> list[FaultyLine]:
+    """The faulty lines of one file: lines the fix modified or removed (blank ones aside), and for an
+    insertion the first non-blank line after the insertion point (or the last one before it at the
+    end of the file)."""
+    lines = parent_text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    out: dict[int, FaultyLine] = {}
+    for n in hunks.removed:
+        if 1 <= n <= len(lines) and lines[n - 1].strip():
+            out[n] = FaultyLine(hunks.path, n, lines[n - 1], "modified_or_removed")
+    for after in hunks.insertions:
+        n = after + 1
+        while n <= len(lines) and not lines[n - 1].strip():
+            n += 1
+        if n > len(lines):
+            n = after
+            while n >= 1 and not lines[n - 1].strip():
+                n -= 1
+        if n >= 1 and n not in out:
+            out[n] = FaultyLine(hunks.path, n, lines[n - 1], "insertion_point")
+    return [out[n] for n in sorted(out)]
+
+
+# Test code by folder: a folder named like ``tests``, ``selftests``, ``ipatests``, ``unit_tests``,
+# ``test_utils``, ``testing`` or ``qa`` (a whole name: ``x509_attestation/`` is no test folder), and
+# cockpit's ``test/verify/check-*``. A product module named ``test_*.py`` (a plugin listing tests) is not
+# a test; a ``test_*.py`` at the top of the repository is.
+_TEST_FOLDER = re.compile(r"(?i)^(?:[a-z0-9]*tests?|tests?[_-]\w*|testing|qa)$")
+DEFAULT_TEST_GLOBS: tuple[str, ...] = ()
+
+
+def is_test_path(path: str, globs: Sequence[str] = DEFAULT_TEST_GLOBS) -> bool:
+    """Whether a repository path counts as test code: under ``globs`` when given (fnmatch; ``*`` crosses
+    folders), else by its folders' names."""
+    if globs:
+        return any(fnmatch(path, g) for g in globs)
+    *folders, name = path.split("/")
+    return any(_TEST_FOLDER.match(f) for f in folders) or (not folders and name.startswith("test_"))
+
+
+def is_python(path: str, head: str | None) -> bool:
+    """A Python file: ``.py``, or a file without a suffix whose first line is a python shebang."""
+    if path.endswith(".py"):
+        return True
+    if "." in PurePosixPath(path).name or head is None:
+        return False
+    first = head.split("\n", 1)[0]
+    return first.startswith("#!") and "python" in first
+
+
+# lines whose strings are messages for people: a changed text there repairs nothing
+_MESSAGE_LINE = re.compile(
+    r"\b(?:raise|assert|print|fail|skipTest|warn|warning|info|debug|error|exception|critical)\b|\bmsg\s*="
+)
+_LOGGING_CALL = re.compile(r"^(?:self\.)?(?:log|logger|LOG|LOGGER|logging)\.\w+\(|^print\(")
+_SKIP = re.compile(
+    r"^@pytest\.mark\.(?:xfail|skip|skipif|flaky)\b|^(?:self\.skipTest|pytest\.(?:skip|xfail))\("
+)
+
+
+def _code(line: str) -> str:
+    """A source line without its comment and whitespace (a ``#`` inside quotes is kept: rough on purpose)."""
+    text = line
+    if "#" in text and not re.search(r"[\"'][^\"']*#", text):
+        text = text.split("#", 1)[0]
+    return "".join(text.split())
+
+
+def fix_nature(diff: str) -> str | None:
+    """Why a fix cannot be the repair of a failure, or None: it only changes comments and layout (a lint
+    fix), only adds logging, or only skips or expects the failure."""
+    removed = [line[1:] for line in diff.split("\n") if line.startswith("-") and not line.startswith("---")]
+    added = [line[1:] for line in diff.split("\n") if line.startswith("+") and not line.startswith("+++")]
+    if any(line.startswith(("<<<<<<< ", ">>>>>>> ")) or line == "=======" for line in added):
+        return "the fix commits merge-conflict markers"
+    old = sorted(c for c in map(_code, removed) if c)
+    new = sorted(c for c in map(_code, added) if c)
+    if old == new:
+        return "the fix only changes comments or layout"
+    gained = [line.strip() for line in added if _code(line) and _code(line) not in old]
+    lost = [c for c in old if c not in new]
+    if gained and not lost and all(_LOGGING_CALL.match(g) for g in gained):
+        return "the fix only adds logging"
+    if gained and not lost and all(_SKIP.match(g) for g in gained):
+        return "the fix only skips or expects the failure"
+    messages = all(_MESSAGE_LINE.search(line) for line in removed if _code(line))
+    if old and messages and sorted(map(_unquoted, old)) == sorted(map(_unquoted, new)):
+        return "the fix only changes message texts"
+    return None
+
+
+def _unquoted(code: str) -> str:
+    return re.sub(r"(?:[rbuf]{0,2})(\"[^\"]*\"|'[^']*')", '""', code)
+
+
+@dataclass(frozen=True)
+class Grade:
+    confidence: str  # high, medium, low
+    reasons: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class FixFacts:
+    """What the grade reads about one fix."""
+
+    log: LogCut
+    frames: tuple[LogFrame, ...]
+    faulty_files: Mapping[str, str]  # path -> faulty version's text
+    fixed_files: Mapping[str, str] = field(default_factory=dict)  # path -> fixed version's text
+    changed_lines: int = 0  # lines removed plus added in test files
+    product_files: tuple[str, ...] = ()  # changed files that are not test code
+    faulty_count: int = 0
+    nature: str | None = None  # ``fix_nature`` of the fix's diff
+    message: str = ""  # the fix's commit message
+
+
+def _line_at(text: str, n: int) -> str:
+    lines = text.split("\n")
+    return lines[n - 1].strip() if 1 <= n <= len(lines) else ""
+
+
+# An author unsure the change repairs the failure, or adding diagnostics to find out why it fails.
+_HEDGE = re.compile(
+    r"(?i)\b(?:possibly|hopefully|might fix|may fix|try(?:ing)? to (?:fix|avoid|mitigate)|attempt to|"
+    r"workaround for|debug(?:ging)?|more (?:verbose|informative|details)|better (?:error|message|logging)"
+    r"|add(?:ing)? (?:more )?log(?:ging|s)?)\b"
+)
+
+
+def _error_message(log: str) -> str | None:
+    """The message of the log's last exception line, when long enough to be searched for in code."""
+    for line in reversed(log.split("\n")):
+        m = _EXCEPTION.search(line)
+        if m is not None:
+            rest = line[m.end() :].strip().strip("'\"")
+            return rest if len(rest) >= 12 else None
+    return None
+
+
+def grade(facts: FixFacts) -> Grade:
+    """high / medium / low, with the reasons: does the log name a fixed file, do its frames' line numbers
+    and echoed texts match the faulty version, how large is the fix, does it touch product code."""
+    reasons: list[str] = []
+    score = 0
+    names = list(facts.faulty_files)
+    named = {p for f in facts.frames if (p := suffix_match(f.path, names)) is not None}
+    stems = {PurePosixPath(p).stem for p in names}
+    mentioned = {s for s in stems if len(s) >= 4 and s in facts.log.text}
+    if named:
+        score += 2
+        reasons.append(f"the log's frames name the fixed file(s): {', '.join(sorted(named))}")
+    elif mentioned:
+        score += 1
+        reasons.append(f"the log mentions the fixed file(s) by name: {', '.join(sorted(mentioned))}")
+    else:
+        score -= 2
+        reasons.append("the log does not name any fixed file")
+    matched = mismatched = later = 0
+    for frame in facts.frames:
+        path = suffix_match(frame.path, names)
+        if path is None or not frame.source:
+            continue
+        here = _line_at(facts.faulty_files[path], frame.line)
+        if here and here == frame.source.strip():
+            matched += 1
+        elif (
+            path in facts.fixed_files
+            and _line_at(facts.fixed_files[path], frame.line) == frame.source.strip()
+        ):
+            later += 1
+        else:
+            mismatched += 1
+    if matched or mismatched or later:
+        reasons.append(
+            f"frames into fixed files whose echoed text matches the faulty version at that line: {matched} "
+            f"of {matched + mismatched + later}"
+            + (f" ({later} match the fixed version instead)" if later else "")
+        )
+        score += 2 if matched and not mismatched and not later else -2 if not matched else 0
+    if facts.log.strength == "traceback":
+        score += 1
+        reasons.append("the log holds a traceback or frame locations")
+    elif facts.log.strength == "status":
+        score -= 1
+        reasons.append("the log holds only status lines")
+    size = facts.changed_lines
+    if size <= 12:
+        score += 1
+        reasons.append(f"small fix ({size} changed lines in test code)")
+    elif size > 60:
+        score -= 2
+        reasons.append(f"large fix ({size} changed lines in test code)")
+    else:
+        reasons.append(f"fix of {size} changed lines in test code")
+    message = _error_message(facts.log.text)
+    fixed_only = (
+        message is not None
+        and any(message in t for t in facts.fixed_files.values())
+        and not any(message in t for t in facts.faulty_files.values())
+    )
+    if fixed_only and not later:
+        later += 1  # the error text is a literal the fix added: the log shows the fixed code's output
+    if later and not matched:
+        score -= 6
+        reasons.append("the log's frames match the fixed version, not the faulty one")
+    if facts.nature is not None:
+        score -= 4
+        reasons.append(facts.nature)
+    if facts.faulty_count == 0:
+        score -= 3
+        reasons.append("no faulty line in the faulty version (the fix only added a file)")
+    if facts.product_files:
+        score -= 2
+        shown = ", ".join(facts.product_files[:3]) + (" ..." if len(facts.product_files) > 3 else "")
+        reasons.append(f"the fix also changes code that is not test code: {shown}")
+    subject = facts.message.split("\n", 1)[0]
+    if _HEDGE.search(subject):
+        score -= 2
+        reasons.append("the subject is unsure the change fixes the failure, or adds diagnostics")
+    # high: nothing speaks against the case, and the log's own echoed code ties it to the faulty version
+    confidence = (
+        "high"
+        if score >= 4 and matched and not mismatched and not later
+        else ("medium" if score >= 1 else "low")
+    )
+    return Grade(confidence, tuple(reasons))
+
+
+def case_id(repo: str, sha: str, subject: str) -> str:
+    """A stable, readable id: repository name, short hash, subject words."""
+    name = repo.rsplit("/", 1)[-1]
+    words = re.findall(r"[a-z0-9]+", subject.lower())[:6]
+    return "-".join([name, sha[:10], *words])[:90].rstrip("-")

@@ -1,0 +1,217 @@
+"""Python's own failure messages, every CPython wording from 2.7 to 3.13, read into the same facts.
+
+Forms the running interpreter produces are produced for real (a snippet run, its traceback
+captured) and go through the real log parser; older wordings are literal strings.
+"""
+
+from __future__ import annotations
+
+import traceback
+
+import pytest
+
+from app.analysis.logparse import parse_log
+from app.analysis.logparse.pyerrors import python_error
+from app.analysis.model import Script
+from app.analysis.pipeline import analyze
+from app.analysis.render import render
+from app.localize.evidence import Channel
+from app.localize.heuristic import rank_heuristic
+
+
+def _real(snippet: str) -> str:
+    """The error message of the snippet's exception, through a real traceback and the real parser."""
+    try:
+        exec(compile(snippet, "snippet.py", "exec"), {})
+    except Exception:
+        log = traceback.format_exc()
+    else:
+        raise AssertionError("the snippet did not fail")
+    return parse_log(log).error_message
+
+
+REAL = [
+    ("def f():\n    print(x)\n    x = 1\nf()", "unbound-local", {"name": "x"}),
+    # a closure's variable read before its assignment: NameError, "free variable" (both wordings)
+    ("def f():\n    def g():\n        return y\n    g()\n    y = 1\nf()", "unbound-local", {"name": "y"}),
+    ("print(undefined_thing)", "undefined-name", {"name": "undefined_thing"}),
+    ("import os\nos.no_such_call()", "missing-attribute", {"owner": "module", "attribute": "no_such_call"}),
+    ("class X:\n    pass\nX.nope", "missing-attribute", {"owner": "type", "attribute": "nope"}),
+    ("class X:\n    pass\nX().nope", "missing-attribute", {"owner": "object", "attribute": "nope"}),
+    ("def f(a, b):\n    pass\nf(1, 2, 3)", "arguments", {"callee": "f"}),
+    ("def f(a, b):\n    pass\nf(1)", "arguments", {"callee": "f"}),
+    ("def f(a):\n    pass\nf(1, c=2)", "arguments", {"callee": "f"}),
+    ("class X:\n    def m(self, a):\n        pass\nX().m()", "arguments", {"callee": "m"}),
+    ("class X:\n    def __init__(self, a):\n        pass\nX()", "arguments", {"called": "X"}),
+    ("import no_such_module_here", "missing-module", {"module": "no_such_module_here"}),
+    ("from os import no_such_name", "cannot-import", {"name": "no_such_name", "module": "os"}),
+    ("{'a': 1}['b']", None, {"key": "b"}),
+    ("{1: 1}[2]", None, {"key": "2"}),
+    ("[][0]", None, {"index": True}),
+    ("[].pop()", None, {"index": True}),
+    ("None[0]", None, {"none": True, "not_indexable": True}),
+    ("for _ in None:\n    pass", None, {"none": True}),
+    ("None()", None, {"none": True}),
+    ("a, b = None", None, {"none": True}),
+    ("1 + 'a'", None, {"operand": True}),
+    ("'a' + 1", None, {"operand": True}),
+    ("{}.keys()[0]", None, {"not_indexable": True}),
+]
+
+
+@pytest.mark.parametrize(("snippet", "kind", "facts"), REAL)
+def test_messages_this_interpreter_produces(snippet: str, kind: str | None, facts: dict[str, object]) -> None:
+    error = python_error(_real(snippet))
+    assert error.kind == kind
+    for field, value in facts.items():
+        assert getattr(error, field) == value, (field, error)
+
+
+OLDER = [
+    # 2.7
+    ("NameError: global name 'x' is not defined", "undefined-name", {"name": "x"}),
+    ("UnboundLocalError: local variable 'x' referenced before assignment", "unbound-local", {"name": "x"}),
+    (
+        "NameError: free variable 'x' referenced before assignment in enclosing scope",
+        "unbound-local",
+        {"name": "x"},
+    ),
+    ("AttributeError: 'module' object has no attribute 'foo'", "missing-attribute", {"owner": "module"}),
+    ("AttributeError: Foo instance has no attribute 'bar'", "missing-attribute", {"owner": "instance"}),
+    ("AttributeError: class Foo has no attribute 'bar'", "missing-attribute", {"owner": "type"}),
+    ("TypeError: f() takes exactly 2 arguments (3 given)", "arguments", {"callee": "f"}),
+    ("TypeError: __init__() takes exactly 2 arguments (1 given)", "arguments", {"callee": "__init__"}),
+    (
+        "TypeError: unbound method m() must be called with Foo instance as first argument",
+        "arguments",
+        {"callee": "m", "qualifier": "Foo"},
+    ),
+    ("ImportError: No module named foo.bar", "missing-module", {"module": "foo.bar"}),
+    ("ImportError: cannot import name baz", "cannot-import", {"name": "baz"}),
+    ("TypeError: cannot concatenate 'str' and 'int' objects", None, {"operand": True}),
+    ("TypeError: 'NoneType' object has no attribute '__getitem__'", "missing-attribute", {"none": True}),
+    ("TypeError: 'set' object does not support indexing", None, {"not_indexable": True}),
+    ("KeyError: u'name'", None, {"key": "name"}),
+    # 3.0 - 3.10
+    (
+        "UnboundLocalError: local variable 'count' referenced before assignment",
+        "unbound-local",
+        {"name": "count"},
+    ),
+    ("TypeError: Can't convert 'int' object to str implicitly", None, {"operand": True}),
+    ("TypeError: unorderable types: int() < str()", None, {"operand": True}),
+    # 3.10+: qualified names and suggestions
+    (
+        "TypeError: Foo.m() takes 2 positional arguments but 3 were given",
+        "arguments",
+        {"callee": "m", "qualifier": "Foo"},
+    ),
+    (
+        "TypeError: Foo.__init__() missing 1 required positional argument: 'a'",
+        "arguments",
+        {"called": "Foo"},
+    ),
+    (
+        "NameError: name 'lenght' is not defined. Did you mean: 'length'?",
+        "undefined-name",
+        {"name": "lenght"},
+    ),
+    (
+        "AttributeError: 'Foo' object has no attribute 'sise'. Did you mean: 'size'?",
+        "missing-attribute",
+        {"owner": "object", "attribute": "sise"},
+    ),
+    # 3.11+
+    (
+        "UnboundLocalError: cannot access local variable 'x' where it is not associated with a value",
+        "unbound-local",
+        {"name": "x"},
+    ),
+    (
+        "NameError: cannot access free variable 'x' where it is not associated with a value "
+        "in enclosing scope",
+        "unbound-local",
+        {"name": "x"},
+    ),
+    (
+        "AttributeError: partially initialized module 'm' has no attribute 'f' "
+        "(most likely due to a circular import)",
+        "missing-attribute",
+        {"owner": "module", "owner_name": "m", "attribute": "f"},
+    ),
+]
+
+
+@pytest.mark.parametrize(("message", "kind", "facts"), OLDER)
+def test_older_and_newer_wordings(message: str, kind: str | None, facts: dict[str, object]) -> None:
+    error = python_error(
+        parse_log(
+            f'Traceback (most recent call last):\n  File "t.py", line 1, in f\n{message}\n'
+        ).error_message
+    )
+    assert error.kind == kind
+    for field, value in facts.items():
+        assert getattr(error, field) == value, (field, error)
+
+
+def _top(code: str, message: str, k: int = 3) -> list[tuple[str, set[Channel]]]:
+    last = code.count("\n")
+    log = f'Traceback (most recent call last):\n  File "t.py", line {last}, in test_x\n{message}\n'
+    analysis = analyze([Script("t.py", code)], log)
+    ranked = rank_heuristic(analysis, render(analysis, "T0", "line"), k)
+    return [(s.element.id, {e.channel for e in s.evidence}) for s in ranked]
+
+
+UNBOUND = "def test_x(flag):\n    if flag:\n        total = 1\n    print(total)\n"
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "UnboundLocalError: local variable 'total' referenced before assignment",
+        "UnboundLocalError: cannot access local variable 'total' where it is not associated with a value",
+    ],
+)
+def test_an_unbound_local_in_either_wording_points_at_its_conditional_definition(message: str) -> None:
+    top = _top(UNBOUND, message)
+    ids = {i for i, _ in top[:3]}
+    assert {"2", "3"} <= ids
+    assert all(Channel.EXCEPTION in channels for i, channels in top if i in {"2", "3"})
+
+
+ARGS = (
+    "class Conn:\n    def __init__(self, host):\n        self.host = host\n\n"
+    "def test_x():\n    Conn('a', 22)\n"
+)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "TypeError: __init__() takes exactly 2 arguments (3 given)",
+        "TypeError: __init__() takes 2 positional arguments but 3 were given",
+        "TypeError: Conn.__init__() takes 2 positional arguments but 3 were given",
+    ],
+)
+def test_a_constructor_call_that_does_not_fit_is_blamed_in_every_wording(message: str) -> None:
+    top = _top(ARGS, message)
+    assert top[0][0] == "6"
+    assert Channel.EXCEPTION in top[0][1] or Channel.TRACEBACK in top[0][1]
+    assert any(i == "3" and Channel.EXCEPTION in c for i, c in _top(ARGS, message, 5))
+
+
+MODULE = "import helpers_lib\n\ndef test_x():\n    helpers_lib.connect_all()\n"
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "AttributeError: 'module' object has no attribute 'connect_all'",
+        "AttributeError: module 'helpers_lib' has no attribute 'connect_all'",
+    ],
+)
+def test_a_module_lacking_an_attribute_blames_its_use_and_import(message: str) -> None:
+    top = dict(_top(MODULE, message, 5))
+    assert Channel.EXCEPTION in top["4"]
+    if "helpers_lib'" in message:
+        assert Channel.EXCEPTION in top["1"]

@@ -1,0 +1,125 @@
+"""`tcfl corpus mine` over a real git repository built by the test: cases, dedup, resume, summary."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from app.cli import main
+from app.eval.cases import load_cases
+from app.mining.mine import STATE, SUMMARY, MineOptions, mine
+
+HELPER = "def expected_total():\n    return 4\n"
+TEST = """\
+from helpers import expected_total
+
+
+def test_total():
+    cart = [1, 2]
+    assert sum(cart) == expected_total()
+"""
+LOG = """\
+Traceback (most recent call last):
+  File "/ci/work/suite/tests/test_cart.py", line 6, in test_total
+    assert sum(cart) == expected_total()
+AssertionError: 3 != 4"""
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(repo), *args],
+        check=True,
+        capture_output=True,
+        text=True,
+        env={
+            "GIT_AUTHOR_NAME": "T",
+            "GIT_AUTHOR_EMAIL": "t@example.com",
+            "GIT_COMMITTER_NAME": "T",
+            "GIT_COMMITTER_EMAIL": "t@example.com",
+            "GIT_AUTHOR_DATE": "2024-01-01T00:00:00",
+            "GIT_COMMITTER_DATE": "2024-01-01T00:00:00",
+            "HOME": str(repo),
+            "PATH": "/usr/bin:/bin",
+        },
+    ).stdout
+
+
+def commit(repo: Path, files: dict[str, str], msg: str) -> str:
+    for path, text in files.items():
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text(text)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", msg)
+    return git(repo, "rev-parse", "HEAD").strip()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    r = tmp_path / "suite"
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    commit(r, {"tests/helpers.py": HELPER, "tests/test_cart.py": TEST, "src/cart.c": "int x;\n"}, "initial")
+    commit(r, {"tests/helpers.py": HELPER.replace("4", "5")}, "tests: tweak\n\nNo log here.")
+    commit(
+        r,
+        {"tests/helpers.py": HELPER.replace("4", "3")},
+        f"tests: expected total counted the discount twice\n\nCI failed:\n\n{LOG}\n\nSigned-off-by: T <t@e>",
+    )
+    commit(r, {"src/cart.c": "int y;\n"}, f"cart: fix the product\n\n{LOG.replace('test_cart', 'other')}")
+    return r
+
+
+def test_mine_writes_one_case_per_logged_fix(repo: Path, tmp_path: Path) -> None:
+    out = tmp_path / "cases"
+    report = mine(repo, out, MineOptions(repo_name="org/suite"))
+    assert report.candidates == 2
+    assert sum(report.kept.values()) == 1
+    assert report.dropped == {"no test code changed": 1}
+    (path,) = out.glob("suite-*.json")
+    case = json.loads(path.read_text())
+    assert case["repo"] == "org/suite"
+    assert case["failure_log"] == LOG
+    assert case["faulty_lines"] == [
+        {"path": "tests/helpers.py", "line": 2, "text": "    return 5", "kind": "modified_or_removed"}
+    ]
+    roles = {f["path"]: f["role"] for f in case["test_files"]}
+    assert roles == {"tests/helpers.py": "faulty", "tests/test_cart.py": "context"}
+    helper = next(f for f in case["test_files"] if f["path"] == "tests/helpers.py")
+    assert helper["content"] == HELPER.replace("4", "5")  # the faulty version, not the fix
+    assert case["fix_subject"] == "tests: expected total counted the discount twice"
+    assert case["confidence"] in {"high", "medium", "low"} and case["confidence_reasons"]
+    # the case loads as a benchmark case
+    cases, problems = load_cases(out)
+    assert problems == [] and len(cases) == 1
+    assert json.loads((out / SUMMARY).read_text())["kept"] == report.kept
+
+
+def test_cherry_picks_are_kept_once_and_a_second_run_resumes(repo: Path, tmp_path: Path) -> None:
+    fix = git(repo, "log", "--format=%H", "--grep", "discount").split()[0]
+    git(repo, "checkout", "-q", "-b", "stable", "HEAD~2")
+    git(repo, "cherry-pick", "-x", fix)
+    out = tmp_path / "cases"
+    first = mine(repo, out, MineOptions())
+    assert sum(first.kept.values()) == 1
+    assert first.dropped["same patch as an earlier commit (cherry-pick or backport)"] == 1
+    state = json.loads((out / STATE).read_text())
+    assert len(state["done"]) == 3
+    again = mine(repo, out, MineOptions())
+    assert again.kept == first.kept and again.dropped == first.dropped
+    assert len(list(out.glob("[!.]*.json"))) == 1
+
+
+def test_cli_mine_and_errors(repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "cli"
+    assert main(["corpus", "mine", str(repo), "--out", str(out), "--paths", "tests/*"]) == 0
+    printed = capsys.readouterr().out
+    assert "2 commits with a failure log" in printed and "kept 1" in printed
+    assert "dropped 1: no test code changed" in printed
+    assert main(["corpus", "mine", str(tmp_path / "nope"), "--out", str(out)]) == 2
+    not_git = tmp_path / "plain"
+    not_git.mkdir()
+    assert main(["corpus", "mine", str(not_git), "--out", str(out)]) == 2
+    assert "not a git repository" in capsys.readouterr().err
