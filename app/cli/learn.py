@@ -33,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default="zero",
         help="what L2 pulls the weights towards: 0 (default) or the hand-set weights",
     )
-    parser.add_argument("--nonneg", action="store_true", help="with --out: keep every weight >= 0")
+    parser.add_argument("--nonneg", action="store_true", help="keep every weight >= 0 (every fit)")
     parser.add_argument(
         "--loro", action="store_true", help="leave-one-repository-out evaluation at block level"
     )
@@ -108,17 +108,23 @@ def run(args: argparse.Namespace) -> int:
         report["model"] = model.to_dict()
         text.append(f"wrote {args.out} ({', '.join(levels)} fitted)")
     if args.loro:
-        folds = loro(corpus.cases, l2=l2, prior=args.prior)
+        folds = loro(corpus.cases, l2=l2, prior=args.prior, nonneg=args.nonneg)
         report["loro"] = folds
         text.append(render_loro(folds))
         if args.ablate:
-            table = channel_ablation(corpus.cases, l2=l2, prior=args.prior)
+            table = channel_ablation(corpus.cases, l2=l2, prior=args.prior, nonneg=args.nonneg)
             report["ablation"] = table
             text.append(render_ablation(table))
     if args.curve is not None:
         try:
             points = learning_curve(
-                corpus.cases, args.curve, l2=l2, draws=args.draws, seed=args.seed, prior=args.prior
+                corpus.cases,
+                args.curve,
+                l2=l2,
+                draws=args.draws,
+                seed=args.seed,
+                prior=args.prior,
+                nonneg=args.nonneg,
             )
         except ValueError as exc:
             raise UsageError(str(exc)) from exc

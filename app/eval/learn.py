@@ -339,7 +339,7 @@ def macro(scores: Iterable[Scores]) -> Scores:
 
 # --- leave one repository out --------------------------------------------------------------------
 
-RANKINGS = ("learned", "learned_nonneg", "handset", "stacktrace")
+RANKINGS = ("learned", "handset", "stacktrace")
 
 
 def fault_bucket(kind: str | None) -> str:
@@ -360,6 +360,7 @@ def loro(
     l2: float = DEFAULT_L2,
     names: Sequence[str] = FEATURES,
     prior: str = "zero",
+    nonneg: bool = False,
 ) -> dict[str, Any]:
     """Leave one repository out: per repository, models fitted on the others' cases, scored on its own."""
     repos = sorted({c.repo for c in cases})
@@ -369,9 +370,8 @@ def loro(
         test = [c for c in cases if c.repo == repo]
         train = [c for c in cases if c.repo != repo]
         scorers: dict[str, Scorer] = {
-            "learned": learned_scorer(fit_level(train, level, l2=l2, names=names, prior=prior)),
-            "learned_nonneg": learned_scorer(
-                fit_level(train, level, l2=l2, nonneg=True, names=names, prior=prior)
+            "learned": learned_scorer(
+                fit_level(train, level, l2=l2, nonneg=nonneg, names=names, prior=prior)
             ),
             "handset": handset_ranking,
             "stacktrace": stacktrace_ranking,
@@ -407,6 +407,7 @@ def loro(
         "level": level,
         "l2": l2,
         "prior": prior,
+        "nonneg": nonneg,
         "folds": folds,
         "overall": overall,
         "fault_kinds": kinds,
@@ -414,16 +415,20 @@ def loro(
 
 
 def channel_ablation(
-    cases: Sequence[LearnCase], *, level: str = "block", l2: float = DEFAULT_L2, prior: str = "zero"
+    cases: Sequence[LearnCase],
+    *,
+    level: str = "block",
+    l2: float = DEFAULT_L2,
+    prior: str = "zero",
+    nonneg: bool = False,
 ) -> dict[str, dict[str, Any]]:
     """LORO micro scores of the learned model with each channel's columns removed in turn."""
-    out = {"all channels": loro(cases, level=level, l2=l2, prior=prior)["overall"]["learned"]["micro"]}
+    fit = {"level": level, "l2": l2, "prior": prior, "nonneg": nonneg}
+    out = {"all channels": loro(cases, **fit)["overall"]["learned"]["micro"]}  # type: ignore[arg-type]
     for channel in HEURISTIC_CHANNELS:
         name = str(channel)
         kept = [f for f in FEATURES if f.partition("*")[0] != name]
-        out[f"-{name}"] = loro(cases, level=level, l2=l2, names=kept, prior=prior)["overall"]["learned"][
-            "micro"
-        ]
+        out[f"-{name}"] = loro(cases, names=kept, **fit)["overall"]["learned"]["micro"]  # type: ignore[arg-type]
     return out
 
 
@@ -437,6 +442,7 @@ def learning_curve(
     draws: int = 5,
     seed: int = 0,
     prior: str = "zero",
+    nonneg: bool = False,
 ) -> list[dict[str, Any]]:
     """Hit@1 on the rest of ``repo`` with n of its cases added to the other repositories' training set."""
     own = [c for c in cases if c.repo == repo and level in c.levels]
@@ -453,12 +459,16 @@ def learning_curve(
             chosen = set(rng.sample(range(len(own)), n))
             added = [c for i, c in enumerate(own) if i in chosen]
             rest = [c for i, c in enumerate(own) if i not in chosen]
-            model = fit_level([*others, *added], level, l2=l2, prior=prior)
+            model = fit_level([*others, *added], level, l2=l2, prior=prior, nonneg=nonneg)
             mixed.append(summarize(case_scores(rest, level, learned_scorer(model))).hit1)
             if n:
                 alone.append(
                     summarize(
-                        case_scores(rest, level, learned_scorer(fit_level(added, level, l2=l2, prior=prior)))
+                        case_scores(
+                            rest,
+                            level,
+                            learned_scorer(fit_level(added, level, l2=l2, prior=prior, nonneg=nonneg)),
+                        )
                     ).hit1
                 )
         points.append(
@@ -487,7 +497,8 @@ def render_loro(report: dict[str, Any]) -> str:
     head = f"{'repository':<36}{'cases':>6}" + "".join(f" |{name:^18}  " for name in names)
     sub = f"{'':<42}" + f" |{'H@1':>6}{'H@3':>6}{'MAP@5':>6}  " * len(names)
     lines = [
-        f"leave-one-repository-out, {report['level']} level, L2 {report['l2']}",
+        f"leave-one-repository-out, {report['level']} level, L2 {report['l2']} towards {report['prior']}"
+        + (", weights >= 0" if report.get("nonneg") else ""),
         head,
         sub,
         "-" * len(sub),
@@ -504,10 +515,6 @@ def render_loro(report: dict[str, Any]) -> str:
         for name in ("learned", "handset", "stacktrace"):
             row += " |" + _cells(overall[name][avg]) + "  "
         lines.append(row)
-    lines.append(
-        f"learned with weights >= 0: micro {_cells(overall['learned_nonneg']['micro'])}"
-        f"   macro {_cells(overall['learned_nonneg']['macro'])}"
-    )
     if report.get("fault_kinds"):
         lines += ["", f"{'fault kind':<36}{'cases':>6}"]
         for bucket, by in sorted(report["fault_kinds"].items(), key=lambda kv: -kv[1]["handset"]["cases"]):

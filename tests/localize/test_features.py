@@ -13,7 +13,7 @@ from app.analysis.render import render
 from app.localize.evidence import Channel
 from app.localize.features import CONTEXTS, FEATURES, channel_table, features
 from app.localize.heuristic import SAFETY_RANK, WEIGHTS, rank_heuristic, rank_stacktrace, rank_table
-from app.localize.model_file import LevelModel, load_model
+from app.localize.model_file import LevelModel, handset_model
 from tests.conftest import BENCHMARK, benchmark_cases, load_case
 
 
@@ -48,8 +48,10 @@ def test_features_are_the_channel_values_the_hand_set_ranker_weighs() -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("level", ["function", "block", "line"])
-def test_the_shipped_model_reproduces_the_hand_set_ranking_on_the_real_cases(level: str) -> None:
-    model = load_model().levels[level]
+def test_a_model_of_the_hand_set_weights_reproduces_the_hand_set_ranking_on_the_real_cases(
+    level: str,
+) -> None:
+    model = handset_model().levels[level]
     for path in benchmark_cases():
         analysis = _real(path.stem)
         rendered = render(analysis, "tplus", level)

@@ -28,7 +28,9 @@ def test_a_written_model_reads_back_the_same(tmp_path: Path) -> None:
     again = load_model(target)
     assert again.levels == model.levels and again.trained_on == model.trained_on
     assert again.source == str(target)
-    assert load_model().levels == handset_model().levels  # the shipped file holds the hand-set weights
+    shipped = load_model()  # the shipped file: learned from the mined corpus, every level fitted
+    assert set(shipped.levels) == {"function", "block", "line"}
+    assert shipped.trained_on["cases"] >= 200 and shipped.levels != handset_model().levels
 
 
 @pytest.mark.parametrize(
@@ -78,7 +80,6 @@ def test_triage_says_which_model_ranked(tmp_path: Path) -> None:
     assert chosen.to_dict()["ranker_model"].startswith(str(target))
     assert chosen.to_dict()["options"]["ranker_model"] == str(target)
     assert handset.ranker == "handset" and handset.ranker_model == HANDSET_LABEL
-    assert (
-        [i.id for i in handset.ranking] == [i.id for i in shipped.ranking] == [i.id for i in chosen.ranking]
-    )
+    # a model file holding the hand-set weights ranks as the handset ranker does
+    assert [i.id for i in handset.ranking] == [i.id for i in chosen.ranking]
     assert handset.evidence_found and shipped.ranker == "heuristic"

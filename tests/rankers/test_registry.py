@@ -9,6 +9,7 @@ import pytest
 
 from app import rankers
 from app.localize.heuristic import rank_heuristic
+from app.localize.model_file import load_model
 from app.options import TriageOptions
 from app.rankers import choose, make_ranker, ranker_names, register
 from app.rankers.base import Pick, RankAnswer, RankRequest
@@ -66,7 +67,7 @@ def test_the_heuristic_ranker_answers_what_the_heuristic_ranks() -> None:
     scripts, log, _ = running_example()
     request = prepare(scripts, log, golden_options(level="line", k=4))
     answer = asyncio.run(make_ranker("heuristic").rank(request, 4))
-    direct = rank_heuristic(request.analysis, request.rendered, 4)
+    direct = rank_heuristic(request.analysis, request.rendered, 4, model=load_model().levels["line"])
     assert answer.name == "heuristic"
     assert [p.element.id for p in answer.picks] == [s.element.id for s in direct]
 
