@@ -18,7 +18,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="learn the built-in ranker's weights from benchmark cases (pairwise logistic regression)",
     )
     parser.add_argument(
-        "cases", nargs="+", metavar="CASES_DIR", help="folders (searched recursively) or case files"
+        "cases", nargs="*", metavar="CASES_DIR", help="folders (searched recursively) or case files"
+    )
+    parser.add_argument(
+        "--db",
+        metavar="URL",
+        help="also learn from the failures whose faulty lines were marked on this database's dashboard",
     )
     parser.add_argument(
         "--out", type=Path, metavar="MODEL.json", help="fit on every case and write the model file"
@@ -63,6 +68,8 @@ def run(args: argparse.Namespace) -> int:
     )
     from app.localize.model_file import write_model
 
+    if not args.cases and args.db is None:
+        raise UsageError("give case folders or files, --db URL, or both")
     if args.out is None and not args.loro and args.curve is None:
         raise UsageError("say what to do: --out MODEL.json, --loro or --curve REPO")
     if args.ablate and not args.loro:
@@ -79,14 +86,18 @@ def run(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(f"[{index}/{total}] {case_id}", file=sys.stderr, flush=True)
 
+    records = _marked_cases(args.db) if args.db is not None else []
     try:
         corpus = load_corpus(
-            [Path(c) for c in args.cases], levels=tuple(dict.fromkeys((*needed, "block"))), progress=progress
+            [Path(c) for c in args.cases],
+            levels=tuple(dict.fromkeys((*needed, "block"))),
+            progress=progress,
+            records=records,
         )
     except FileNotFoundError as exc:
         raise UsageError(str(exc)) from exc
     if not corpus.cases:
-        raise UsageError("no usable case in " + ", ".join(args.cases))
+        raise UsageError("no usable case in " + ", ".join([*args.cases, *([args.db] if args.db else [])]))
     for problem in corpus.problems:
         print(f"tcfl: warning: {problem}", file=sys.stderr)
     report: dict[str, object] = {
@@ -132,3 +143,18 @@ def run(args: argparse.Namespace) -> int:
         text.append(render_curve(args.curve, points))
     sys.stdout.write((json.dumps(report, indent=1) if args.json else "\n\n".join(text)) + "\n")
     return 0
+
+
+def _marked_cases(url: str) -> list[dict[str, object]]:
+    """The dashboard's failures with marked faulty lines, as cases (the database is only read)."""
+    from app.service.dashboard.feedback import FeedbackStore
+    from app.service.store import Store
+
+    try:
+        store = Store.open(url, run_migrations=False)
+    except Exception as exc:
+        raise UsageError(f"cannot open the database {url}: {exc}") from exc
+    try:
+        return FeedbackStore(store.engine).marked_cases(store)
+    finally:
+        store.close()

@@ -91,17 +91,19 @@ def load_corpus(
     *,
     levels: Sequence[str] = LEARN_LEVELS,
     progress: Callable[[int, int, str], None] = lambda *_: None,
+    records: Sequence[dict[str, Any]] = (),
 ) -> Corpus:
-    """Every case under ``sources`` analysed once, its features per level computed once."""
-    files = _case_files(sources)
+    """Every case under ``sources`` (and each case given as decoded JSON in ``records``: failures
+    marked on the dashboard) analysed once, its features per level computed once."""
+    files: list[Path | dict[str, Any]] = [*_case_files(sources), *records]
     cases: list[LearnCase] = []
     excluded: list[str] = []
     problems: list[str] = []
     seen: set[str] = set()
     for number, path in enumerate(files, start=1):
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            case = parse_case(data, fallback_id=path.stem)
+            data = path if isinstance(path, dict) else json.loads(path.read_text(encoding="utf-8"))
+            case = parse_case(data, fallback_id=path.stem if isinstance(path, Path) else "case")
         except (OSError, UnicodeDecodeError, json.JSONDecodeError, CaseError) as exc:
             problems.append(f"{path}: {exc}")
             continue

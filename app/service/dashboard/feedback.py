@@ -15,7 +15,7 @@ from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from app.analysis.model import Loc
 from app.service.dashboard.accuracy import ACCURACY_KS, Accuracy, hit_at_k
-from app.service.store import Base, ResultRow, utcnow
+from app.service.store import Base, ResultRow, Store, utcnow
 
 
 class FeedbackRow(Base):
@@ -57,6 +57,37 @@ class FeedbackStore:
                 for loc in sorted(wanted - set(have))
             )
         return sorted(wanted)
+
+    def marked_cases(self, store: Store) -> list[dict[str, Any]]:
+        """Every triage with marked lines as a benchmark case (scripts, log, faulty lines): what
+        ``tcfl learn --db`` learns from beside mined cases. Marks outside the triage's scripts are
+        dropped; a triage left with none is skipped."""
+        marked: dict[int, list[Loc]] = {}
+        with Session(self.engine) as session, session.begin():
+            for triage_id, path, line in session.execute(
+                select(FeedbackRow.triage_id, FeedbackRow.path, FeedbackRow.line).order_by(
+                    FeedbackRow.triage_id
+                )
+            ).all():
+                marked.setdefault(triage_id, []).append(Loc(path, line))
+        cases = []
+        for triage_id, locs in marked.items():
+            case = store.load_case(triage_id)
+            paths = {s.path for s in case.scripts}
+            lines = [{"path": loc.path, "line": loc.line} for loc in sorted(locs) if loc.path in paths]
+            if not lines:
+                continue
+            cases.append(
+                {
+                    "id": f"dashboard-{triage_id}",
+                    "repo": "dashboard",
+                    "test_files": [{"path": s.path, "content": s.content} for s in case.scripts],
+                    "failure_log": case.log,
+                    "faulty_lines": lines,
+                    "log_functions": list(case.options.get("log_functions") or []),
+                }
+            )
+        return cases
 
     def accuracy(self, ks: Sequence[int] = ACCURACY_KS) -> Accuracy:
         """Hit@k over every triage with feedback so far (those without a stored ranking are skipped)."""

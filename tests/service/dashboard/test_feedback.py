@@ -107,3 +107,25 @@ def test_feedback_migration_downgrades_cleanly(tmp_path: Path, revision: str) ->
         assert "feedback" not in tables and "triage_requests" in tables
     finally:
         store.close()
+
+
+def test_marked_failures_become_cases_tcfl_learn_learns_from(database_url: str, tmp_path: Path) -> None:
+    from app.cli import main
+    from app.localize.model_file import load_model
+
+    store = Store.open(database_url)
+    try:
+        feedback = FeedbackStore(store.engine)
+        triage_id, _ranking = _stored_triage(store)
+        unmarked, _ = _stored_triage(store)
+        feedback.set_lines(triage_id, [Loc(PATH, 3), Loc("elsewhere.py", 9)])
+        (case,) = feedback.marked_cases(store)
+        assert case["id"] == f"dashboard-{triage_id}" and case["repo"] == "dashboard"
+        assert case["faulty_lines"] == [{"path": PATH, "line": 3}]  # marks outside the scripts dropped
+        assert case["test_files"][0]["path"] == PATH and "ZeroDivisionError" in case["failure_log"]
+        assert case["log_functions"] == ["Log.log"] and unmarked != triage_id
+    finally:
+        store.close()
+    out = tmp_path / "model.json"
+    assert main(["learn", "--db", database_url, "--out", str(out), "--quiet"]) == 0
+    assert load_model(out).trained_on["cases"] == 1 and load_model(out).trained_on["repos"] == ["dashboard"]
