@@ -45,9 +45,14 @@ def echo_table(program: Program, trees: object = None) -> dict[str, tuple[tuple[
     table: dict[str, list[tuple[str, int]]] = {}
     for file in program.files:
         for number, line in enumerate(file.lines, start=1):
-            key = _key(line)
-            if len(key) >= MIN_CHARS and not key.startswith(("#", '"""', "'''")):
-                table.setdefault(key, []).append((file.path, number))
+            # a traceback prints the line as written, an inline comment included or (some tools) not
+            code, hash_, _comment = line.partition(" #")
+            keys = {_key(line)}
+            if hash_ and code.count('"') % 2 == 0 and code.count("'") % 2 == 0:
+                keys.add(_key(code))
+            for key in keys:
+                if len(key) >= MIN_CHARS and not key.startswith(("#", '"""', "'''")):
+                    table.setdefault(key, []).append((file.path, number))
     return {k: tuple(v) for k, v in table.items()}
 
 

@@ -105,3 +105,16 @@ def test_a_literal_the_log_repeats_points_at_the_statement_that_passed_it() -> N
     by_line = {_line_of(ctx, sid): s for sid, s in literal_scores(ctx).items()}
     assert set(by_line) == {20}
     assert "uptime --pretty" in by_line[20].detail
+
+
+def test_a_line_with_an_inline_comment_is_echoed_as_the_traceback_prints_it() -> None:
+    script = "def f(values):\n    total = sum(values) / len(values)  # the mean\n    return total\n"
+    log = (
+        '  File "/ci/t.py", line 2, in f\n    total = sum(values) / len(values)\n'
+        "ZeroDivisionError: division by zero\n"
+    )
+    analysis, _ctx = _analysis(log, script)
+    assert [(e.line, e.shared) for e in analysis.echoes] == [(2, 1)]
+    # a '#' inside a string is no comment: the line is kept whole
+    table = echo_table(_analysis("x\n", 'name = "a #1 thing"\n')[0].program)
+    assert list(table) == ['name="a#1thing"']
