@@ -22,19 +22,17 @@ from app.localize.channels.dataflow import check_scores, checks_in_place, data_s
 from app.localize.channels.echo import echo_scores
 from app.localize.channels.exceptions import exception_scores, smell_scores
 from app.localize.channels.lexical import code_tokens, normalized_bm25
-from app.localize.channels.literal import literal_scores
 from app.localize.channels.message import last_logged, message_scores, proximity_scores
 from app.localize.channels.pseudo import pseudo_scores, structure_scores
 from app.localize.channels.traceback import Frames, reveals_upstream, script_frames, traceback_scores
 from app.localize.channels.values import value_scores
 from app.localize.evidence import HEURISTIC_CHANNELS, Channel
 
-# Channels that say something about this failure; the others only order code when nothing does (a
-# literal the log repeats says the code ran, as log matching would, not where it failed).
-WEAK = frozenset({Channel.LEXICAL, Channel.PROXIMITY, Channel.STRUCTURE, Channel.LITERAL})
+# Channels that say something about this failure; the others only order code when nothing does.
+WEAK = frozenset({Channel.LEXICAL, Channel.PROXIMITY, Channel.STRUCTURE})
 # Channels only a learned model weighs (the hand-set weights predate them): they never stand in for
 # the hand-set channels' evidence, so the hand-set ranking is what it was.
-LEARNED_ONLY = frozenset({Channel.ECHO, Channel.CALLER, Channel.LITERAL})
+LEARNED_ONLY = frozenset({Channel.ECHO, Channel.CALLER})
 # frame: a traceback frame lies in the scripts; check: the script's own check raised; long_log: the
 # log's size; shared: the innermost frame's function is called from several places (a helper);
 # upstream: the error only reveals a value made earlier (None, unbound, unset attribute)
@@ -110,7 +108,6 @@ def _channel_scores(
         ),
         Channel.ECHO: echo_scores(ctx) if on[Channel.ECHO] else {},
         Channel.CALLER: caller_scores(ctx, frames) if on[Channel.CALLER] else {},
-        Channel.LITERAL: literal_scores(ctx) if on[Channel.LITERAL] else {},
     }
     if guarded is not None and guarded in scores[Channel.MESSAGE]:
         signal = scores[Channel.MESSAGE][guarded]  # the check's own message: where, not why

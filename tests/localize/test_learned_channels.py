@@ -1,5 +1,5 @@
-"""The channels only a learned model weighs: source echoes, callers of the failing frame, literals the
-log repeats. Each on a small script and a log written for it, through the real pipeline."""
+"""The channels only a learned model weighs: source echoes and callers of the failing frame. Each on a
+small script and a log written for it, through the real pipeline."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from app.analysis.pipeline import analyze
 from app.localize.channels import Context
 from app.localize.channels.caller import caller_scores, shared_helper
 from app.localize.channels.echo import echo_scores
-from app.localize.channels.literal import literal_scores
 from app.localize.channels.traceback import script_frames
 
 HELPERS = """\
@@ -97,14 +96,6 @@ def test_callers_of_a_shared_helper_that_failed() -> None:
     assert shared_helper(ctx, frames)  # run() is called from four places
     by_line = {_line_of(ctx, sid): s.value for sid, s in caller_scores(ctx, frames).items()}
     assert by_line == {10: 1.0, 14: 0.7}  # the immediate caller first; the innermost frame is no caller
-
-
-def test_a_literal_the_log_repeats_points_at_the_statement_that_passed_it() -> None:
-    log = "12:00:01 INFO running: uptime --pretty\n12:00:02 ERROR step failed\n"
-    ctx = _analysis(log)[1]
-    by_line = {_line_of(ctx, sid): s for sid, s in literal_scores(ctx).items()}
-    assert set(by_line) == {20}
-    assert "uptime --pretty" in by_line[20].detail
 
 
 def test_a_line_with_an_inline_comment_is_echoed_as_the_traceback_prints_it() -> None:
