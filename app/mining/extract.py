@@ -11,10 +11,13 @@ status line, or a timestamped error). The cut is verbatim: paragraphs are joined
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from pathlib import PurePosixPath
+
+from app.analysis.logparse import match_script_path, parse_log
+from app.analysis.model import Frame
 
 # Markers, each searched on one line (no pattern can backtrack across lines).
 _TB_HEADER = re.compile(r"Traceback \(most recent call last\)")
@@ -216,57 +219,10 @@ def find_log(message: str) -> LogCut | None:
     return LogCut(text, markers, chosen[0][0] + offset + 1)
 
 
-@dataclass(frozen=True)
-class LogFrame:
-    path: str
-    line: int
-    source: str | None  # the source text the traceback echoed below the frame, if any
-
-
-_WRAPPED_FRAME = re.compile(r'File\s+"([^"]+)",\s+line\s+(\d+)')
-
-
-def log_frames(log: str) -> list[LogFrame]:
-    """Frames named by the log: Python's ``File "P", line N`` (also wrapped over two lines) with the
-    source line echoed under it, and pytest's ``P:N:`` locations, in log order."""
-    frames: list[LogFrame] = []
-    lines = log.split("\n")
-    for i, line in enumerate(lines):
-        m = _FRAME.search(line)
-        if m is None and 'File "' in line and i + 1 < len(lines):
-            m = _WRAPPED_FRAME.search(line + " " + lines[i + 1].lstrip(" >|"))
-        if m is not None:
-            source = None
-            for nxt in lines[i + 1 : i + 3]:
-                text = re.sub(r"^[>|\s]*", "", nxt)
-                text = (
-                    re.sub(r"^.*?\b(?:ERROR|INFO|DEBUG|WARNING)\s*[|:]\s*", "", text) if "|" in text else text
-                )
-                stripped = text.strip()
-                if not stripped or _FRAME.search(nxt) or stripped.startswith(("in ", "Traceback")):
-                    continue
-                source = stripped
-                break
-            frames.append(LogFrame(m.group(1) or m.group(3), int(m.group(2) or m.group(4)), source))
-            continue
-        for loc in _PYTEST_LOC.finditer(line):
-            frames.append(LogFrame(loc.group(1), int(loc.group(2)), None))
-    return frames
-
-
-def suffix_match(frame_path: str, candidates: Iterable[str]) -> str | None:
-    """The repository path a frame's (absolute or relative) path names: the longest common path suffix,
-    at least the file name; None when no candidate ends like it."""
-    parts = PurePosixPath(frame_path.replace("\\", "/")).parts
-    best: tuple[int, str] | None = None
-    for cand in candidates:
-        cparts = PurePosixPath(cand).parts
-        n = 0
-        while n < min(len(parts), len(cparts)) and parts[-1 - n] == cparts[-1 - n]:
-            n += 1
-        if n and (best is None or n > best[0]):
-            best = (n, cand)
-    return None if best is None else best[1]
+def log_frames(log: str) -> tuple[Frame, ...]:
+    """The frames the log names, with the source line each echoes, read by the product's own log parser
+    (Python's ``File "P", line N`` however prefixed or wrapped, and pytest's ``P:N:`` locations)."""
+    return parse_log(log).frames
 
 
 @dataclass(frozen=True)
@@ -439,7 +395,7 @@ class FixFacts:
     """What the grade reads about one fix."""
 
     log: LogCut
-    frames: tuple[LogFrame, ...]
+    frames: tuple[Frame, ...]
     faulty_files: Mapping[str, str]  # path -> faulty version's text
     fixed_files: Mapping[str, str] = field(default_factory=dict)  # path -> fixed version's text
     changed_lines: int = 0  # lines removed plus added in test files
@@ -478,7 +434,7 @@ def grade(facts: FixFacts) -> Grade:
     reasons: list[str] = []
     score = 0
     names = list(facts.faulty_files)
-    named = {p for f in facts.frames if (p := suffix_match(f.path, names)) is not None}
+    named = {p for f in facts.frames if (p := match_script_path(f.path, names)) is not None}
     stems = {PurePosixPath(p).stem for p in names}
     mentioned = {s for s in stems if len(s) >= 4 and s in facts.log.text}
     if named:
@@ -492,15 +448,14 @@ def grade(facts: FixFacts) -> Grade:
         reasons.append("the log does not name any fixed file")
     matched = mismatched = later = 0
     for frame in facts.frames:
-        path = suffix_match(frame.path, names)
-        if path is None or not frame.source:
+        path = match_script_path(frame.path, names)
+        if path is None or not frame.code:
             continue
         here = _line_at(facts.faulty_files[path], frame.line)
-        if here and here == frame.source.strip():
+        if here and here == frame.code.strip():
             matched += 1
         elif (
-            path in facts.fixed_files
-            and _line_at(facts.fixed_files[path], frame.line) == frame.source.strip()
+            path in facts.fixed_files and _line_at(facts.fixed_files[path], frame.line) == frame.code.strip()
         ):
             later += 1
         else:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from app.analysis.logparse import match_script_path
 from app.mining.extract import (
     DEFAULT_TEST_GLOBS,
     FixFacts,
@@ -31,7 +32,6 @@ from app.mining.extract import (
     is_test_path,
     log_frames,
     parse_unified_diff,
-    suffix_match,
 )
 
 STATE = ".mine-state.json"
@@ -281,13 +281,13 @@ def mine_commit(
             fixed_text[h.path] = fixed
     if not lines:
         return None, "no faulty line in the faulty version"
-    frames = tuple(log_frames(cut.text))
+    frames = log_frames(cut.text)
     context: dict[str, str] = {}
     if frames:
         tree = git.run("ls-tree", "-r", "--name-only", commit.parent).split("\n")
         pythons = [p for p in tree if p.endswith(".py")]
         for frame in frames:
-            path = suffix_match(frame.path, pythons)
+            path = match_script_path(frame.path, pythons)
             if path is None or path in faulty_text or path in context or len(context) >= MAX_CONTEXT_FILES:
                 continue
             # a frame names a helper only when more than its file name matches (``__init__.py`` is everywhere)
