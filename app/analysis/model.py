@@ -9,7 +9,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:  # echo.py builds on these records
+    from app.analysis.echo import Echo
 
 
 class Loc(NamedTuple):
@@ -300,5 +303,5 @@ class Analysis:
     line_index: dict[tuple[str, int], Statement] = field(default_factory=dict, compare=False, repr=False)
     # app.analysis.parsed.ParsedScripts: the script-only half, shared by analyses of the same scripts
     parsed: Any = field(default=None, compare=False, repr=False)
-    # log lines repeating a script line (app.analysis.echo.Echo), in log order
-    echoes: tuple[Any, ...] = field(default=(), compare=False, repr=False)
+    # log lines repeating a script line, in log order
+    echoes: tuple[Echo, ...] = field(default=(), compare=False, repr=False)
