@@ -90,6 +90,8 @@ def find_echoes(
         marked = key[0] == ">"
         if key[0] in _MARKS:
             key = key.lstrip(_MARKS)
+            if not key:  # a line of marks only (``>>>>``, ``----``)
+                continue
         places = table.get(key)
         if places is None and key[0] == "E":
             places = table.get(key[1:])  # pytest's ``E`` column
