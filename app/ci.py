@@ -1,25 +1,31 @@
 """Triage every failed test of a CI job: results in, one triage per failed test, groups out.
 
 The shell between the readers (``app.ingest``) and the emitters (``app.emit``): it finds each
-failed test's scripts in the checkout and runs ``app.triage.triage`` on the test's own log. A
-test whose scripts cannot be found, or whose triage fails, is reported by name, never dropped.
+failed test's scripts in the checkout and hands them, with the test's own log, to a triager that
+goes through ``app.triage`` (in this process, or the service's pool). A test whose scripts cannot
+be found, or whose triage is refused, is reported by name, never dropped.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
+from app.analysis.limits import CostLimits
 from app.analysis.model import Script
 from app.analysis.parsed import ParseCache
+from app.history.signatures import log_signature, normalise_error
 from app.ingest.base import Results, TestRun
 from app.ingest.resolve import Checkout, find_scripts
-from app.ingest.signature import normalise_error, signature
-from app.localize.llm import ModelClient
-from app.localize.result import TriageOptions, TriageResult
-from app.triage import triage
+from app.localize.result import TriageResult
+from app.options import TriageOptions
+from app.triage import history_skipped, triage
+
+if TYPE_CHECKING:
+    from app.localize.llm import ModelClient
 
 CONCURRENCY = 4  # triages at once (model calls dominate; the static phase is milliseconds)
 
@@ -48,9 +54,12 @@ class TriagedRun:
     def error(self) -> str:
         return self.run.error or (self.result.error_message if self.result else "")
 
-    @property
+    @cached_property
     def signature(self) -> str:
-        return signature(self.error, self.top)
+        """The failure's id (``app.history.signatures``), the one its stored run, its stored triage
+        and ``/v1/signatures`` show: from the test's log and the scripts it was triaged with (a
+        test the results give no log for is known by its error text); never from the ranking."""
+        return log_signature(self.run.log or self.run.error, self.sources)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -72,9 +81,11 @@ class TriagedRun:
 
 @dataclass(frozen=True)
 class Group:
+    """Failed tests with one signature (a cause across tests, whatever each ranking put first)."""
+
     signature: str
-    error: str  # normalised
-    top: str | None
+    error: str  # the first member's, normalised (``app.history.signatures.normalise_error``)
+    top: str | None  # the first member's top location
     members: tuple[int, ...]  # indices into CiReport.triaged
 
 
@@ -120,7 +131,7 @@ class CiReport:
 
 
 def group(triaged: Sequence[TriagedRun]) -> tuple[Group, ...]:
-    """Failures with the same signature, in order of first appearance."""
+    """Failures with the same signature id, in order of first appearance."""
     by_sig: dict[str, list[int]] = {}
     for i, item in enumerate(triaged):
         by_sig.setdefault(item.signature, []).append(i)
@@ -131,16 +142,63 @@ def group(triaged: Sequence[TriagedRun]) -> tuple[Group, ...]:
     return tuple(groups)
 
 
+# one failed test's triage: its run and the scripts found for it in, the result out; ValueError
+# when the triage is refused (options, cost limits). Built by ``local_triager`` (the CLI, the
+# pytest plugin) or by the service around its runner (``POST /v1/ingest``).
+Triager = Callable[[TestRun, Sequence[Script]], Awaitable[TriageResult]]
+# (test key, newest runs to read) -> the test's recorded runs, oldest first
+HistoryReader = Callable[[str, int], Sequence[Any]]
+
+
+def history_key(run: TestRun) -> str:
+    """The key a test's runs are recorded under in the CI history."""
+    from app.history.records import parse_test_id
+
+    return parse_test_id(run.test_id, run.suite)[0]
+
+
+def local_triager(
+    options: TriageOptions,
+    client: ModelClient | None,
+    *,
+    history: HistoryReader | None = None,
+    limits: CostLimits | None = None,
+) -> Triager:
+    """Triage in this process through ``app.triage``; the failed tests of one job share the scripts'
+    parses. With ``history`` each test's recorded runs are read first and fused where they apply."""
+    parses = ParseCache()
+
+    async def one(run: TestRun, scripts: Sequence[Script]) -> TriageResult:
+        test, runs, note = None, (), None
+        if history is not None:
+            test = history_key(run)
+            note = history_skipped(options, model_configured=client is not None)
+            if note is None:
+                runs = tuple(await asyncio.to_thread(history, test, options.history_window))
+        return await triage(
+            scripts,
+            run.log,
+            options,
+            client=client,
+            limits=limits,
+            parses=parses,
+            test=test,
+            history=runs,
+            note=note,
+        )
+
+    return one
+
+
 async def triage_run(
     run: TestRun,
     scripts: Sequence[Script],
-    options: TriageOptions,
-    client: ModelClient | None,
+    triager: Triager,
     warnings: Sequence[str] = (),
     *,
     max_log_bytes: int | None = None,
-    parses: ParseCache | None = None,
 ) -> TriagedRun:
+    """One failed test's triage, or the reason it has none (never an exception)."""
     names = tuple(s.path for s in scripts)
     size = len(run.log.encode("utf-8"))
     if max_log_bytes is not None and size > max_log_bytes:
@@ -155,36 +213,29 @@ async def triage_run(
             run, names, None, "the results hold no log or traceback for this test", tuple(warnings)
         )
     try:
-        result = await triage(scripts, run.log, options, client=client, parses=parses)
+        result = await triager(run, scripts)
     except ValueError as exc:
         return TriagedRun(run, names, None, f"triage refused: {exc}", tuple(warnings))
-    return TriagedRun(run, names, result, None, tuple(warnings), sources=tuple(scripts))
+    triage_id = int(result.id) if result.id is not None and result.id.isdigit() else None
+    return TriagedRun(run, names, result, None, tuple(warnings), triage_id=triage_id, sources=tuple(scripts))
 
 
 async def triage_results(
     results: Results,
     checkout: Checkout,
-    options: TriageOptions,
-    client: ModelClient | None,
+    triager: Triager,
     *,
     max_files: int = 20,
     max_log_bytes: int | None = None,
 ) -> CiReport:
     """Triage every failed test of ``results``; scripts come from ``checkout``, ``max_files`` per test."""
     gate = asyncio.Semaphore(CONCURRENCY)
-    parses = ParseCache()  # the failed tests of one file share its parse
 
     async def one(run: TestRun) -> TriagedRun:
         scripts, warnings = find_scripts(run, checkout, max_files=max_files)
         async with gate:
             return await triage_run(
-                run,
-                scripts,
-                options,
-                client,
-                [*run.warnings, *warnings],
-                max_log_bytes=max_log_bytes,
-                parses=parses,
+                run, scripts, triager, [*run.warnings, *warnings], max_log_bytes=max_log_bytes
             )
 
     triaged = tuple(await asyncio.gather(*(one(run) for run in results.failed)))

@@ -8,8 +8,8 @@ result (``to_dict``/``from_dict``) so a stored triage says exactly how it was ma
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, fields, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from app.analysis.model import resolve_variant
@@ -21,6 +21,7 @@ LEVELS: tuple[str, ...] = ("function", "block", "line")
 OUTPUT_FORMATS: tuple[str, ...] = ("json_schema", "paper")
 PROMPT_STYLES: tuple[str, ...] = ("full", "paper")  # as app.localize.prompts.PROMPT_STYLES
 RANKERS: tuple[str, ...] = ("auto", "llm", "heuristic")  # the built-in names; app.rankers has them all
+HISTORY_MODES: tuple[str, ...] = ("auto", "off")
 
 
 MAX_HISTORY_WINDOW = 500
@@ -39,35 +40,89 @@ def check_window(window: Any, k: Any) -> None:
             )
 
 
+def option(default: Any, help: str, **flag: Any) -> Any:
+    """A field of the options record with what its command-line flag needs (``app/cli/flags.py``
+    builds the flags from it): ``help``, and ``metavar``, ``choices``, ``type``, ``flag`` (the flag's
+    name, when not ``--`` + the field name), ``model_only`` (only the model ranker reads it) or
+    ``cli=False`` for fields no command line sets."""
+    return field(default=default, metadata={"help": help, **flag})
+
+
 @dataclass(frozen=True)
 class TriageOptions:
-    level: str = "block"
-    k: int = 5
-    trace: str = "tplus"
-    ranker: str = "auto"  # auto = the model when a client is given, else the heuristic
-    log_functions: tuple[str, ...] = ()
-    output_format: str = "json_schema"  # or "paper": the paper's free-form answers
-    two_phase: bool = False  # paper VI-G: functions first, then blocks/lines inside the top ones
-    line_to_block: bool = False  # paper VI-D: ask for lines, answer with their blocks
-    log_format: str | None = None  # a known format name or a regex with (?P<msg>...); None = detect
-    disabled_channels: frozenset[str] = frozenset()  # evidence channels switched off (ablation)
-    prompt_style: str = "full"  # "full": error, script frames and a log window; "paper": Figure 4 exactly
-    prompt_budget: int = 400  # tokens of failure context beyond the error message ("full" style)
-    history_window: int = 30  # CI history: the test's newest runs read (history ranker)
-    history_k: int = 0  # CI history: runs kept by FDC selection; 0 = every run of the window
-    ranker_model: str | None = None  # the built-in ranker's model file; None = the shipped one
+    """How one triage runs: the one record every entry point resolves (``resolve_options``)."""
+
+    level: str = option("block", "granularity of the ranking (default: block)", choices=LEVELS)
+    k: int = option(5, "how many elements to rank (default: 5)", type=int, metavar="N", flag="-k")
+    trace: str = option("tplus", "t0, tmin, tmid, tmax, tplus (default) or a variant name", metavar="VARIANT")
+    # auto = the model when a client is given, else the heuristic; choices come from the registry
+    ranker: str = option("auto", "auto (default) = the model when one is configured")
+    log_functions: tuple[str, ...] = option(
+        (),
+        "extra log-function callee pattern, e.g. Log.log (repeatable)",
+        flag="--log-function",
+        metavar="PATTERN",
+    )
+    # "paper": the paper's free-form answers
+    output_format: str = option(
+        "json_schema", "json_schema (default) or paper", choices=OUTPUT_FORMATS, model_only=True
+    )
+    # paper VI-G: functions first, then blocks/lines inside the top ones
+    two_phase: bool = option(
+        False, "rank functions first, then elements inside the top ones", model_only=True
+    )
+    # paper VI-D: ask for lines, answer with their blocks
+    line_to_block: bool = option(False, "block level: ask for lines, map them to blocks", model_only=True)
+    # a known format name or a regex with (?P<msg>...); None = detect
+    log_format: str | None = option(
+        None,
+        "log prefix format: a known name (avocado, python, ...) or a regex with (?P<msg>...)",
+        metavar="NAME_OR_REGEX",
+    )
+    # evidence channels switched off (ablation)
+    disabled_channels: frozenset[str] = option(frozenset(), "evidence channels switched off", cli=False)
+    # "full": error, script frames and a log window; "paper": Figure 4 exactly
+    prompt_style: str = option(
+        "full",
+        "full (default: error, script frames, log window) or paper (the error message alone)",
+        choices=PROMPT_STYLES,
+        model_only=True,
+    )
+    prompt_budget: int = option(
+        400, "tokens of log context in the prompt (default 400)", type=int, metavar="TOKENS", model_only=True
+    )
+    history_window: int = option(
+        30, "newest recorded runs of the test to read (default 30)", type=int, metavar="N"
+    )
+    history_k: int = option(
+        0,
+        "runs kept of those, chosen to cover and split what the failure ran (default 0: all)",
+        type=int,
+        metavar="N",
+    )
+    ranker_model: str | None = option(None, RANKER_MODEL_HELP, metavar="FILE")
+    # "auto" fuses the test's recorded runs (when a test key is given and the ranker is a built-in
+    # one), "off" never reads them
+    history: str = option(
+        "auto",
+        "fuse the failing test's recorded CI runs into the ranking (built-in rankers; default auto)",
+        choices=HISTORY_MODES,
+    )
 
     def validated(self) -> TriageOptions:
-        """A copy with the trace name made canonical; ``ValueError`` naming the bad option otherwise."""
-        from app.rankers import ranker_names
+        """A copy with the trace name made canonical; ``ValueError`` naming the bad option otherwise.
 
+        Only the record's own rules: names that registries hold (rankers, channels, the ranker's
+        model file, log formats) are checked by ``app.triage.check_options``, above those registries.
+        """
         if self.level not in LEVELS:
             raise ValueError(f"level must be one of {', '.join(LEVELS)}, got {self.level!r}")
         if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 1:
             raise ValueError(f"k must be an integer >= 1, got {self.k!r}")
-        rankers = ("auto", *ranker_names())
-        if self.ranker not in rankers:
-            raise ValueError(f"ranker must be one of {', '.join(rankers)}, got {self.ranker!r}")
+        if not isinstance(self.ranker, str) or not self.ranker:
+            raise ValueError(f"ranker must be a ranker name, got {self.ranker!r}")
+        if self.history not in HISTORY_MODES:
+            raise ValueError(f"history must be one of {', '.join(HISTORY_MODES)}, got {self.history!r}")
         if self.output_format not in OUTPUT_FORMATS:
             raise ValueError(
                 f"output_format must be one of {', '.join(OUTPUT_FORMATS)}, got {self.output_format!r}"
@@ -85,28 +140,12 @@ class TriageOptions:
         ):
             raise ValueError(f"prompt_budget must be an integer >= 0 (tokens), got {self.prompt_budget!r}")
         check_window(self.history_window, self.history_k)
-        if self.ranker_model is not None:
-            if not isinstance(self.ranker_model, str):
-                raise ValueError(f"ranker_model must be a file path, got {self.ranker_model!r}")
-            from app.localize.model_file import load_model
-
-            load_model(self.ranker_model)  # ModelFileError (a ValueError) says what is wrong with it
-        if self.log_format:
-            from app.analysis.logparse import check_prefix_format
-
-            check_prefix_format(self.log_format)
+        if self.ranker_model is not None and not isinstance(self.ranker_model, str):
+            raise ValueError(f"ranker_model must be a file path, got {self.ranker_model!r}")
+        if self.log_format is not None and not isinstance(self.log_format, str):
+            raise ValueError(f"log_format must be a format name or a regex, got {self.log_format!r}")
         if isinstance(self.disabled_channels, str):
             raise ValueError("disabled_channels must be a set of channel names, not a single string")
-        from app.analysis.context import REFINEMENTS
-        from app.localize.evidence import SWITCHES
-
-        # ranking channels, and the enhanced trace's refinements (the analysis reads those)
-        known = SWITCHES | frozenset(REFINEMENTS)
-        unknown = sorted(set(self.disabled_channels) - known)
-        if unknown:
-            raise ValueError(
-                f"unknown channel(s) {', '.join(unknown)}; choose from {', '.join(sorted(known))}"
-            )
         return replace(
             self,
             trace=resolve_variant(self.trace),
@@ -133,28 +172,18 @@ class TriageOptions:
         return cls(**values)
 
 
-def resolve_options(
-    settings: Settings | None = None,
-    *,
-    level: str | None = None,
-    k: int | None = None,
-    trace: str | None = None,
-    ranker: str | None = None,
-    log_functions: Iterable[str] = (),
-    output_format: str | None = None,
-    two_phase: bool | None = None,
-    line_to_block: bool | None = None,
-    log_format: str | None = None,
-    prompt_style: str | None = None,
-    prompt_budget: int | None = None,
-    history_window: int | None = None,
-    history_k: int | None = None,
-    ranker_model: str | None = None,
-) -> TriageOptions:
-    """Defaults < settings < the caller's values (None = not given); validated, ``ValueError`` if bad.
+OPTION_NAMES: frozenset[str] = frozenset(f.name for f in fields(TriageOptions))
+
+
+def resolve_options(settings: Settings | None = None, /, **given: Any) -> TriageOptions:
+    """Defaults < settings < the caller's values (None, "" or False = not given); validated,
+    ``ValueError`` if bad, ``TypeError`` for a name the record does not have.
 
     Log-function patterns add up: the caller's first, then the configured ones it did not repeat.
     """
+    unknown = sorted(set(given) - OPTION_NAMES)
+    if unknown:
+        raise TypeError(f"unknown option(s): {', '.join(unknown)}")
     base = TriageOptions()
     if settings is not None:
         base = replace(
@@ -166,26 +195,12 @@ def resolve_options(
             log_format=settings.log_format or None,
             ranker_model=settings.ranker_model or None,
         )
-    given = list(dict.fromkeys(log_functions))
+    asked = list(dict.fromkeys(given.pop("log_functions", None) or ()))
     configured = settings.extra_log_functions() if settings is not None else []
-    chosen = {
-        "level": level,
-        "k": k,
-        "trace": trace,
-        "ranker": ranker,
-        "output_format": output_format,
-        "two_phase": two_phase,
-        "line_to_block": line_to_block,
-        "log_format": log_format or None,
-        "prompt_style": prompt_style,
-        "prompt_budget": prompt_budget,
-        "history_window": history_window,
-        "history_k": history_k,
-        "ranker_model": ranker_model or None,
-    }
-    options = replace(
-        base,
-        log_functions=(*given, *(p for p in configured if p not in given)),
-        **{name: value for name, value in chosen.items() if value is not None},
-    )
+    chosen = {name: value for name, value in given.items() if value is not None and value is not False}
+    chosen = {name: value for name, value in chosen.items() if value != "" or name not in _TEXT_OR_NONE}
+    options = replace(base, log_functions=(*asked, *(p for p in configured if p not in asked)), **chosen)
     return options.validated()
+
+
+_TEXT_OR_NONE = frozenset({"log_format", "ranker_model"})  # "" means not given

@@ -89,7 +89,7 @@ class TriageAtEnd:
             terminalreporter.write_line(f"tcfl: triage failed: {type(exc).__name__}: {exc}")
 
     def _triage(self) -> Any:
-        from app.ci import triage_results
+        from app.ci import local_triager, triage_results
         from app.ingest.base import Results, TestRun, split_params
         from app.ingest.resolve import Checkout
         from app.localize.llm import ModelClient
@@ -121,7 +121,8 @@ class TriageAtEnd:
         async def work() -> Any:
             client = None if ranker == "heuristic" else ModelClient.from_settings(settings)
             try:
-                return await triage_results(results, checkout, options, client)
+                triager = local_triager(options, client, limits=settings.cost_limits())
+                return await triage_results(results, checkout, triager)
             finally:
                 if client is not None:
                     await client.aclose()

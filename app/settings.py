@@ -1,8 +1,8 @@
 """All configuration, read once from the environment (prefix ``TCFL_``) or a ``.env`` file.
 
-A plain class filled and checked by hand, not a pydantic(-settings) model: those cost about
-75 ms to import and build (pydantic-settings alone 85 ms more), most of a CLI triage's cold
-start, for a flat record of strings and numbers. The rules are pydantic-settings' ones: names
+A plain class filled and checked by hand, not a pydantic(-settings) model: importing and
+building those would be most of a CLI triage's cold start, for a flat record of strings and
+numbers. The rules are pydantic-settings' ones: names
 are case-insensitive, the environment wins over ``.env``, keyword arguments win over both,
 unknown names are ignored, strings are converted to the field's type, and a bad value raises
 ``SettingsError`` (a ``ValueError``) naming the field.
@@ -182,6 +182,12 @@ class Settings:
     service_api_keys: str | None = Field(
         None, description="Comma-separated API keys; when set every route but /healthz requires X-API-Key"
     )
+    allowed_hosts: str = Field(
+        "",
+        description="Without API keys, the Host names the service answers besides localhost and IP"
+        " addresses (a DNS-rebinding guard): comma-separated, '.example.com' for its subdomains too,"
+        " '*' for any",
+    )
     batch_concurrency: int = Field(4, description="Batch items processed at once per worker process")
     batch_in_flight: int = Field(
         64,
@@ -211,6 +217,9 @@ class Settings:
     max_log_bytes: int = 50_000_000
     max_files_per_case: int = 50
     max_cases_per_batch: int = 5_000
+    max_unpacked_bytes: int = Field(
+        300_000_000, ge=1, description="Most bytes an uploaded or --root archive may unpack to, in all"
+    )
     # limits in what the analysis costs (app.analysis.limits), checked before it starts
     max_script_lines: int = Field(200_000, ge=1, description="Lines of all scripts of a case together")
     max_log_lines: int = Field(2_000_000, ge=1, description="Lines of a case's log")
@@ -251,6 +260,9 @@ class Settings:
 
     def service_keys(self) -> list[str]:
         return [k.strip() for k in (self.service_api_keys or "").split(",") if k.strip()]
+
+    def extra_hosts(self) -> list[str]:
+        return [h.strip().lower() for h in self.allowed_hosts.split(",") if h.strip()]
 
 
 def default_database_url() -> str:

@@ -1,16 +1,21 @@
 """One triage: scripts and a failure log in, a ranked list of suspicious elements out.
 
-The shell around the pure steps, going down once: options (resolved at the edge) -> analyze
-(only the trace variant asked for) -> render (the code and the prompt) -> rank (the chosen
-ranker) -> result. A ranker that answers fewer than ``k`` items is filled in by the heuristic
-ranker and the result says so; heuristic items are never passed off as the model's.
+The one path every entry point takes (``tcfl triage``, ``tcfl ci``, the pytest plugin,
+``/v1/triage``, batches, ``/v1/ingest``, the evaluation), going down once: options checked
+(``check_options``) -> ``prepare``, the static phase (analysis of only the trace variant asked
+for, under the cost limits, reusing kept parses; render; prompt), synchronous and pure -> ``rank``
+with the chosen ranker, given the test's recorded CI runs when the shell read them -> the result,
+with its history section when a test was named. A ranker that answers fewer than ``k`` items is
+filled in by the heuristic ranker and the result says so; heuristic items are never passed off
+as the model's. ``finish`` is the one driver of a ranking's coroutine outside an event loop.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from app.analysis.context import REFINEMENTS, EstimateOptions
 from app.analysis.grounding import missing_evidence
@@ -23,12 +28,53 @@ from app.localize.heuristic import has_evidence
 from app.localize.prompts import build_messages, failure_text
 from app.localize.result import RankedItem, TriageResult
 from app.options import TriageOptions
-from app.rankers import choose, make_ranker
-from app.rankers.base import Pick, Prompt, RankRequest
+from app.rankers import choose, make_ranker, ranker_names
+from app.rankers.base import Pick, Prompt, RankAnswer, RankRequest
 from app.rankers.heuristic import HandsetRanker, HeuristicRanker, model_label
 
 if TYPE_CHECKING:
-    from app.analysis.snapshot import Snapshot
+    from app.history.rank import HistoryRun
+
+T = TypeVar("T")
+HISTORY_RANKERS = ("auto", "heuristic", "history")  # the rankers the test's CI history is fused into
+
+
+def check_options(options: TriageOptions) -> TriageOptions:
+    """The options validated, names that registries hold included (rankers, evidence channels,
+    the ranker's model file, the log format); ``ValueError`` naming the bad option."""
+    opts = options.validated()
+    rankers = ("auto", *ranker_names())
+    if opts.ranker not in rankers:
+        raise ValueError(f"ranker must be one of {', '.join(rankers)}, got {opts.ranker!r}")
+    if opts.ranker_model is not None:
+        from app.localize.model_file import load_model
+
+        load_model(opts.ranker_model)  # ModelFileError (a ValueError) says what is wrong with it
+    if opts.log_format:
+        from app.analysis.logparse import check_prefix_format
+
+        check_prefix_format(opts.log_format)
+    from app.localize.evidence import SWITCHES
+
+    # ranking channels, and the enhanced trace's refinements (the analysis reads those)
+    known = SWITCHES | frozenset(REFINEMENTS)
+    unknown = sorted(set(opts.disabled_channels) - known)
+    if unknown:
+        raise ValueError(f"unknown channel(s) {', '.join(unknown)}; choose from {', '.join(sorted(known))}")
+    return opts
+
+
+def history_skipped(options: TriageOptions, *, model_configured: bool) -> str | None:
+    """Why the test's recorded runs are not read for this triage (None: read them).
+
+    History is fused into the built-in ranking only: the model ranks from the prompt alone.
+    """
+    if options.history == "off":
+        return "history off: ranked without the test's CI history"
+    if options.ranker not in HISTORY_RANKERS or (options.ranker == "auto" and model_configured):
+        ranker = "llm" if options.ranker == "auto" else options.ranker
+        return f"history applies to the built-in rankers; the {ranker} ranker ranked alone"
+    return None
 
 
 def prepare(
@@ -45,7 +91,7 @@ def prepare(
     ``explain`` keeps each line's reason (for the stored snapshot the dashboard shows); ``limits``
     refuses a case over them (``InputTooCostly``) before the analysis runs; ``parses`` reuses what
     an earlier analysis of the same scripts derived from them alone."""
-    opts = options.validated()
+    opts = check_options(options)
     refinements_off = [name for name in opts.disabled_channels if name in REFINEMENTS]
     analysis = analyze(
         scripts,
@@ -65,7 +111,18 @@ def prepare(
     messages = build_messages(
         prompt_rendered, failure_text(analysis, opts), opts.k, output_format=opts.output_format
     )
-    return RankRequest(analysis, rendered, Prompt(prompt_rendered, tuple(messages)), opts)
+    return RankRequest(
+        analysis, rendered, Prompt(prompt_rendered, tuple(messages)), opts, scripts=tuple(scripts)
+    )
+
+
+def with_history(request: RankRequest, test: str | None, runs: Sequence[HistoryRun]) -> RankRequest:
+    """The request with the test's recorded runs (oldest first) the shell read for it; with runs the
+    history ranker ranks (the caller checked ``history_skipped`` before reading them)."""
+    if not runs:
+        return replace(request, test=test)
+    options = replace(request.options, ranker="history")
+    return replace(request, options=options, history=tuple(runs), test=test)
 
 
 async def triage(
@@ -76,28 +133,48 @@ async def triage(
     client: Any | None,
     limits: CostLimits | None = None,
     parses: ParseCache | None = None,
+    test: str | None = None,
+    history: Sequence[HistoryRun] = (),
+    note: str | None = None,
 ) -> TriageResult:
     """Rank the ``options.k`` most suspicious elements; ``ValueError`` for bad options or a case
-    over ``limits``. ``parses`` shares the scripts' parse between failures of the same scripts."""
+    over ``limits``. ``parses`` shares the scripts' parse between failures of the same scripts;
+    ``test`` and ``history`` are the failing test's key and its recorded runs, ``note`` why none
+    were read."""
     started = time.perf_counter()
-    request = prepare(scripts, log, options, limits=limits, parses=parses)
-    return await rank(request, client=client, started=started)
+    request = with_history(prepare(scripts, log, options, limits=limits, parses=parses), test, history)
+    return await rank(request, client=client, started=started, note=note)
 
 
-async def triage_with_snapshot(
-    scripts: Sequence[Script], log: str, options: TriageOptions, *, client: Any | None
-) -> tuple[TriageResult, Snapshot]:
-    """``triage`` plus the snapshot of the analysis that ranked it, which the dashboard stores and shows."""
-    from app.analysis import snapshot
+def finish(make: Callable[[], Coroutine[Any, Any, T]], *, no_io: bool = True) -> T:
+    """The value of ``make()``'s coroutine, from code that runs no event loop.
 
-    started = time.perf_counter()
-    request = prepare(scripts, log, options, explain=True)
-    result = await rank(request, client=client, started=started)
-    return result, snapshot.build(request.analysis, request.rendered, log)
+    A ranking without a model client awaits nothing that suspends, so its coroutine finishes on
+    its first step: building and closing an event loop (and importing asyncio, on the CLI's cold
+    start) would cost as much as a small case's ranking. One that does suspend, or asks for the
+    running loop, is closed and run again under ``asyncio.run``: the static phase is pure, so
+    running it twice changes nothing but the time.
+    """
+    if no_io:
+        coroutine = make()
+        try:
+            coroutine.send(None)
+        except StopIteration as done:
+            return done.value
+        except RuntimeError:  # asked for the running loop
+            pass
+        coroutine.close()
+    import asyncio
+
+    return asyncio.run(make())
 
 
-async def rank(request: RankRequest, *, client: Any | None, started: float | None = None) -> TriageResult:
-    """Rank a prepared request with the ranker its options name (``auto``: the model when configured)."""
+async def rank(
+    request: RankRequest, *, client: Any | None, started: float | None = None, note: str | None = None
+) -> TriageResult:
+    """Rank a prepared request with the ranker its options name (``auto``: the model when configured).
+
+    ``note`` says why the test's history was not read, where a test was named."""
     if started is None:
         started = time.perf_counter()
     static_ms = (time.perf_counter() - started) * 1000.0
@@ -129,6 +206,11 @@ async def rank(request: RankRequest, *, client: Any | None, started: float | Non
         )
         # what the log lacked, and which option may fix it (--log-function, --log-format)
         warnings.extend(missing_evidence(analysis))
+    history = None
+    if request.test is not None and opts.history != "off":  # "off": as if no test were named
+        history, history_note = _history(request, answer, note)
+        if history_note is not None:
+            warnings.append(history_note)
     trace = analysis.traces[opts.trace]
     return TriageResult(
         error_message=analysis.log.error_message,
@@ -153,7 +235,29 @@ async def rank(request: RankRequest, *, client: Any | None, started: float | Non
         options=opts,
         evidence_found=evidence_found,
         ranker_model=ranker_model,
+        history=history,
     )
+
+
+def _history(request: RankRequest, answer: RankAnswer, note: str | None) -> tuple[dict[str, Any], str | None]:
+    """The result's history section for the named test, and the note when no run was fused."""
+    test, opts = str(request.test), request.options
+    if not request.history:
+        note = note or f"no CI history with traces recorded for test {test!r}: ranked without it"
+        return {"test": test, "runs_read": 0, "runs_used": 0, "note": note}, note
+    from app.history.surface import failure_signature, history_section
+
+    files = {s.path: s.content for s in request.scripts}
+    section = history_section(
+        test,
+        request.history,
+        answer.history_used,
+        files,
+        failure_signature(request.analysis),
+        window=opts.history_window,
+        k=opts.history_k,
+    )
+    return section, None
 
 
 def _fill_in(items: list[RankedItem], request: RankRequest, ranker: str) -> list[RankedItem]:

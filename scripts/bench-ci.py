@@ -19,7 +19,7 @@ from junitparser import Failure, JUnitXml, TestCase, TestSuite
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from app.ci import triage_results  # noqa: E402
+from app.ci import local_triager, triage_results  # noqa: E402
 from app.ingest import parse_bytes  # noqa: E402
 from app.ingest.resolve import Checkout  # noqa: E402
 from app.localize.result import TriageOptions  # noqa: E402
@@ -85,10 +85,8 @@ def main(sizes: list[int]) -> None:
         read_log = median_ms(lambda log=log: parse_bytes(log, "job.log")) / n
         results = parse_bytes(xml, "junit.xml")
         assert len(results.failed) == n
-        triage = (
-            median_ms(lambda results=results: asyncio.run(triage_results(results, checkout, options, None)))
-            / n
-        )
+        triager = local_triager(options, None)
+        triage = median_ms(lambda r=results, t=triager: asyncio.run(triage_results(r, checkout, t))) / n
         print(f"{n:>6} {read_junit:>19.3f} {read_log:>21.3f} {triage:>22.2f}")
 
 

@@ -11,8 +11,13 @@ runs and the peak memory of one parse (tracemalloc) as a multiple of the log's s
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
-from app.bench import LOG_HEADER, log_row, log_rows
+# the harness is the checkout's, never in an installed wheel: import it from here
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tcfl_lab.bench import LOG_HEADER, log_row, log_rows
 
 
 def main() -> None:

@@ -11,7 +11,6 @@ run of the analysis the page used to repeat on every view.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import statistics
 import sys
@@ -30,10 +29,11 @@ from app.analysis.model import Script  # noqa: E402
 from app.analysis.pipeline import analyze  # noqa: E402
 from app.localize.result import TriageOptions  # noqa: E402
 from app.service.api import create_app  # noqa: E402
+from app.service.pool_jobs import TriageJob  # noqa: E402
+from app.service.pool_jobs import triage as triage_job  # noqa: E402
 from app.service.snapshots import SNAPSHOT_KEY  # noqa: E402
 from app.service.store import Store, Submission  # noqa: E402
 from app.settings import Settings  # noqa: E402
-from app.triage import triage_with_snapshot  # noqa: E402
 
 EXAMPLE = REPO / "tests" / "data" / "running-example"
 
@@ -65,8 +65,7 @@ def main() -> int:
         with TestClient(app) as client:
             for size in sizes:
                 log = padded_log(size)
-                result, snap = asyncio.run(triage_with_snapshot([script], log, options, client=None))
-                data = {k: v for k, v in result.to_dict().items() if k not in ("id", "status")}
+                data, snap = triage_job(TriageJob((script,), log, options))
                 case = Submission(
                     scripts=(script,), log=log, options={"trace": "tplus", "level": "block", "k": 3}
                 )

@@ -31,9 +31,14 @@ run() {
     return 0
 }
 
-# pytest exits 5 when the selection holds no test (say, -k matching nothing here): not a failure
+# pytest exits 5 when the selection holds no test (say, -k matching nothing here): not a failure.
+# Bytecode is cached in .venv/pycache, beside the packages and outside the sources, even where
+# PYTHONDONTWRITEBYTECODE is set: without a cache every pytest process (each xdist worker, each tcfl
+# or pytest a test starts) compiles what it imports and rewrites the asserts of every test module
+# again, some 8 s of CPU per worker before its first test.
 pytest_group() {
-    .venv/bin/python -m pytest -p no:cacheprovider "$@"
+    env -u PYTHONDONTWRITEBYTECODE PYTHONPYCACHEPREFIX="${PYTHONPYCACHEPREFIX:-$PWD/.venv/pycache}" \
+        .venv/bin/python -m pytest -p no:cacheprovider "$@"
     local rc=$?
     if [ "$rc" -eq 5 ]; then
         echo "(no tests selected in this group)"

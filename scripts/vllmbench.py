@@ -37,11 +37,11 @@ import httpx
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from app.eval.cases import load_cases  # noqa: E402
 from app.localize.llm import ModelClient  # noqa: E402
 from app.options import TriageOptions  # noqa: E402
 from app.rankers.base import RankRequest  # noqa: E402
 from app.triage import prepare, rank  # noqa: E402
+from tcfl_lab.eval.cases import load_cases  # noqa: E402
 from tests.vllm.conftest import (  # noqa: E402
     DEFAULT_VENV,
     SERVED_MODEL,

@@ -11,10 +11,13 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.support.shared import built_once
 
 SUITE = Path(__file__).parent / "data" / "ci" / "suite"
 BIN = Path(sys.executable).parent
@@ -41,10 +44,16 @@ class PytestRun:
     console: Path
 
 
-def run_pytest(root: Path) -> PytestRun:
+def pytest_paths(root: Path) -> PytestRun:
+    """Where run_pytest(root) writes its files."""
     out = root.parent / f"{root.name}-pytest"
-    out.mkdir()
-    junit, reportlog, console = out / "junit.xml", out / "report.jsonl", out / "console.txt"
+    return PytestRun(root, out / "junit.xml", out / "report.jsonl", out / "console.txt")
+
+
+def run_pytest(root: Path) -> PytestRun:
+    paths = pytest_paths(root)
+    paths.junit.parent.mkdir()
+    junit, reportlog, console = paths.junit, paths.reportlog, paths.console
     proc = subprocess.run(
         [
             sys.executable,
@@ -66,7 +75,12 @@ def run_pytest(root: Path) -> PytestRun:
     )
     console.write_text(proc.stdout + proc.stderr)
     assert proc.returncode == 1, proc.stdout + proc.stderr  # two tests fail, by design
-    return PytestRun(root, junit, reportlog, console)
+    return paths
+
+
+def stestr_paths(root: Path) -> tuple[Path, Path]:
+    """Where run_stestr(root) writes its files: (subunit v2 stream, console)."""
+    return root.parent / f"{root.name}-last.subunit", root.parent / f"{root.name}-stestr.txt"
 
 
 def run_stestr(root: Path) -> tuple[Path, Path]:
@@ -75,9 +89,8 @@ def run_stestr(root: Path) -> tuple[Path, Path]:
         [str(BIN / "stestr"), "run"], cwd=root, env=_env(), capture_output=True, text=True, timeout=120
     )
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    console = root.parent / f"{root.name}-stestr.txt"
+    stream, console = stestr_paths(root)
     console.write_text(proc.stdout + proc.stderr)
-    stream = root.parent / f"{root.name}-last.subunit"
     last = subprocess.run(
         [str(BIN / "stestr"), "last", "--subunit"], cwd=root, env=_env(), capture_output=True, timeout=120
     )
@@ -104,9 +117,20 @@ def run_avocado(root: Path) -> Path:
         timeout=240,
     )
     assert proc.returncode != 0, proc.stdout + proc.stderr
-    jobs = [p for p in results.iterdir() if p.is_dir() and p.name.startswith("job-")]
+    jobs = avocado_jobs(root)
     assert len(jobs) == 1, proc.stdout + proc.stderr
     return jobs[0]
+
+
+def avocado_jobs(root: Path) -> list[Path]:
+    """The job-results folders run_avocado(root) made."""
+    results = root.parent / f"{root.name}-avocado"
+    return [p for p in results.iterdir() if p.is_dir() and p.name.startswith("job-")]
+
+
+def unittest_path(root: Path) -> Path:
+    """Where run_unittest(root) writes the console."""
+    return root.parent / f"{root.name}-unittest.txt"
 
 
 def run_unittest(root: Path) -> Path:
@@ -118,29 +142,38 @@ def run_unittest(root: Path) -> Path:
         text=True,
         timeout=120,
     )
-    console = root.parent / f"{root.name}-unittest.txt"
+    console = unittest_path(root)
     console.write_text(proc.stdout + proc.stderr)
     return console
 
 
 # -- session fixtures (conftest files import these by name) -----------------------------------
+# Each tool runs once per test run, not once per pytest-xdist worker: the first worker to ask runs
+# it on its copy of the suite in a folder of the run (tests/support/shared.py), the others read it.
+
+
+def _suite_run(tmp_path_factory: pytest.TempPathFactory, tool: str, run: Callable[[Path], object]) -> Path:
+    """The copy of the suite ``run`` ran in, once per test run (its outputs lie beside it)."""
+    folder = built_once(tmp_path_factory, f"ci-{tool}", lambda d: run(copy_suite(d / tool)))
+    return folder / tool
 
 
 @pytest.fixture(scope="session")
 def py_results(tmp_path_factory: pytest.TempPathFactory) -> PytestRun:
-    return run_pytest(copy_suite(tmp_path_factory.mktemp("ci") / "pytest"))
+    return pytest_paths(_suite_run(tmp_path_factory, "pytest", run_pytest))
 
 
 @pytest.fixture(scope="session")
 def stestr_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    return run_stestr(copy_suite(tmp_path_factory.mktemp("ci") / "stestr"))
+    return stestr_paths(_suite_run(tmp_path_factory, "stestr", run_stestr))
 
 
 @pytest.fixture(scope="session")
 def avocado_job(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return run_avocado(copy_suite(tmp_path_factory.mktemp("ci") / "avocado"))
+    (job,) = avocado_jobs(_suite_run(tmp_path_factory, "avocado", run_avocado))
+    return job
 
 
 @pytest.fixture(scope="session")
 def unittest_console(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return run_unittest(copy_suite(tmp_path_factory.mktemp("ci") / "unittest"))
+    return unittest_path(_suite_run(tmp_path_factory, "unittest", run_unittest))

@@ -9,7 +9,7 @@ import pytest
 
 from app.analysis.model import Script
 from app.analysis.pipeline import analyze
-from app.bench import log_for, main
+from tcfl_lab.bench import log_for, main
 
 PERF = Path(__file__).parent / "data" / "perf" / "test_qos_sai.py"
 KEYS = {

@@ -9,8 +9,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from app.eval.cases import parse_case
 from app.mining.mine import is_open
+from tcfl_lab.eval.cases import parse_case
 
 CORPUS = Path(__file__).parent.parent / "corpus" / "mined"
 # sources of held-back evaluation cases (and their forks and ancestors): never mined

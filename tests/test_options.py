@@ -7,6 +7,7 @@ import pytest
 from app.localize.result import TriageOptions as ReExported
 from app.options import TriageOptions, resolve_options
 from app.settings import Settings
+from app.triage import check_options
 
 
 def settings(**values: object) -> Settings:
@@ -51,8 +52,9 @@ def test_the_log_format_comes_from_the_caller_else_the_settings() -> None:
     ],
 )
 def test_bad_values_are_named(given: dict[str, object], message: str) -> None:
+    # the record's own rules at resolution, the registries' names (rankers, formats) by check_options
     with pytest.raises(ValueError, match=message):
-        resolve_options(settings(), **given)  # type: ignore[arg-type]
+        check_options(resolve_options(settings(), **given))  # type: ignore[arg-type]
 
 
 def test_a_bad_setting_is_caught_like_a_bad_flag() -> None:

@@ -10,7 +10,7 @@ import pytest
 from app.analysis.model import Script
 from app.localize.llm import ModelClient
 from app.localize.result import TriageOptions, TriageResult
-from app.triage import triage
+from app.triage import check_options, triage
 from tests.conftest import BENCHMARK, load_case, running_example
 from tests.support.openai_standin import OpenAIStandin, Reply, closed_port_url
 
@@ -259,7 +259,7 @@ def test_a_configured_log_format_is_used_and_a_bad_one_rejected() -> None:
     assert kept(r"<<[^>]*>> (?P<msg>.*)") == 2  # line 3 did not run: only "step one" was printed
     assert kept(None) == 3  # undetected prefix: the line matches both prints, so nothing is known
     with pytest.raises(ValueError, match="named group"):
-        TriageOptions(log_format="(no message group)").validated()
+        check_options(TriageOptions(log_format="(no message group)"))
 
 
 def test_disabled_channels_switch_off_trace_refinements_too() -> None:
@@ -292,4 +292,4 @@ def test_disabled_channels_switch_off_trace_refinements_too() -> None:
     assert kept(TriageOptions(level="line"))
     assert not kept(TriageOptions(level="line", disabled_channels=frozenset({"after-failure"})))
     with pytest.raises(ValueError, match="unknown channel"):
-        TriageOptions(disabled_channels=frozenset({"after-failures"})).validated()
+        check_options(TriageOptions(disabled_channels=frozenset({"after-failures"})))

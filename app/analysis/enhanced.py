@@ -1,4 +1,4 @@
-"""The enhanced trace ``tplus``: DESIGN section 5, the paper's future work made real.
+"""The enhanced trace ``tplus``: docs/design.md §5, the paper's future work made real.
 
 Call-site inference to a fixpoint, termination at traceback frames, walk semantics over the
 condensation of each function's cyclic flow graph, normal return, and (decided upstream) log
@@ -160,7 +160,7 @@ def tplus(
 
     ``index``: the program's ``line_index`` when the caller has it. Without ``explain`` the
     evidence is left empty: the proven-state dominators and one record
-    per statement are a third of the trace's cost, and triage reads only the kept set.
+    per statement are a good part of the trace's cost, and triage reads only the kept set.
 
     ``after_failure``: statements that run after the failure (finally blocks, teardown, cleanups),
     kept whatever termination says; ``ran_after_failure`` among them are known to run. ``not_run``:

@@ -1,7 +1,7 @@
 """Input limits measured in what the analysis costs, checked before the analysis starts.
 
-Bytes alone do not bound the work: a 15 KB script of nested calls or a 1.8 MB ``elif`` chain cost
-more than a plain 2 MB script. So a case is also measured in lines, syntax nesting, statements
+Bytes alone do not bound the work: a small script of deeply nested calls or a long ``elif`` chain
+costs more than a much larger plain script. So a case is also measured in lines, syntax nesting, statements
 and branches per function, each limit named in the error so an operator knows which setting to
 raise. Pure: trees in, ``InputTooCostly`` or nothing out; one iterative pass per tree.
 """
@@ -56,18 +56,28 @@ class InputTooCostly(ValueError):
         return type(self), (str(self), self.setting)  # crosses the analysis worker pool whole
 
 
+def _exceeded(what: str, setting: str, limit: int) -> InputTooCostly:
+    """The error for a passed limit: what went over it, then the setting an operator would raise."""
+    return InputTooCostly(f"{what}; {setting}={limit}", setting)
+
+
+def _function_too_big(where: str, counts: list[int], limits: CostLimits) -> InputTooCostly:
+    """The error for a function over its statements limit, else over its branches limit."""
+    if counts[0] > limits.max_statements_per_function:
+        limit, noun, setting = limits.max_statements_per_function, "statements", "max_statements_per_function"
+    else:
+        limit, noun, setting = limits.max_branches_per_function, "branches", "max_branches_per_function"
+    return _exceeded(f"{where}: a function with over {limit} {noun}", setting, limit)
+
+
 def check_text(scripts: Sequence[Script], log: str, limits: CostLimits) -> None:
     """Line counts, cheap enough to check before a request is even stored."""
     lines = sum(s.content.count("\n") + 1 for s in scripts)
     if lines > limits.max_script_lines:
-        raise InputTooCostly(
-            f"the scripts have {lines} lines; max_script_lines={limits.max_script_lines}", "max_script_lines"
-        )
+        raise _exceeded(f"the scripts have {lines} lines", "max_script_lines", limits.max_script_lines)
     log_lines = log.count("\n") + 1
     if log_lines > limits.max_log_lines:
-        raise InputTooCostly(
-            f"the log has {log_lines} lines; max_log_lines={limits.max_log_lines}", "max_log_lines"
-        )
+        raise _exceeded(f"the log has {log_lines} lines", "max_log_lines", limits.max_log_lines)
 
 
 def check_tree(path: str, tree: Tree, limits: CostLimits) -> None:
@@ -86,36 +96,25 @@ def check_tree(path: str, tree: Tree, limits: CostLimits) -> None:
         blocks += is_block
         depth = len(open_nodes) + 1
         if depth > limits.max_syntax_depth:
-            raise InputTooCostly(
-                f"{path}:{node.start_point.row + 1}: syntax nested over {limits.max_syntax_depth} deep; "
-                f"max_syntax_depth={limits.max_syntax_depth}",
+            raise _exceeded(
+                f"{path}:{node.start_point.row + 1}: syntax nested over {limits.max_syntax_depth} deep",
                 "max_syntax_depth",
+                limits.max_syntax_depth,
             )
         if blocks > limits.max_nesting_depth:
-            raise InputTooCostly(
-                f"{path}:{node.start_point.row + 1}: blocks nested over {limits.max_nesting_depth} deep; "
-                f"max_nesting_depth={limits.max_nesting_depth}",
+            raise _exceeded(
+                f"{path}:{node.start_point.row + 1}: blocks nested over {limits.max_nesting_depth} deep",
                 "max_nesting_depth",
+                limits.max_nesting_depth,
             )
         counts = functions[-1]
         if kind.endswith("_statement") or kind.endswith("_clause"):
             counts[0] += 1
-            if counts[0] > limits.max_statements_per_function:
-                raise InputTooCostly(
-                    f"{path}:{node.start_point.row + 1}: a function with over "
-                    f"{limits.max_statements_per_function} statements; "
-                    f"max_statements_per_function={limits.max_statements_per_function}",
-                    "max_statements_per_function",
-                )
         if kind in _BRANCH_TYPES:
             counts[1] += 1
-            if counts[1] > limits.max_branches_per_function:
-                raise InputTooCostly(
-                    f"{path}:{node.start_point.row + 1}: a function with over "
-                    f"{limits.max_branches_per_function} branches; "
-                    f"max_branches_per_function={limits.max_branches_per_function}",
-                    "max_branches_per_function",
-                )
+        # a count can only pass its limit at the node that raised it, as each raise stops the pass
+        if counts[0] > limits.max_statements_per_function or counts[1] > limits.max_branches_per_function:
+            raise _function_too_big(f"{path}:{node.start_point.row + 1}", counts, limits)
         if is_function:
             functions.append([0, 0])
         open_nodes.append((is_block, is_function))

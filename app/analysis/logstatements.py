@@ -1,4 +1,4 @@
-"""Log statements and their static parts (the paper's section IV-A, DESIGN §4).
+"""Log statements and their static parts (the paper's section IV-A, docs/design.md §4).
 
 A log statement is a call whose callee matches one of the configured patterns. Its static parts
 are the pieces of the printed message that are known without running the code; everything else

@@ -128,7 +128,7 @@ def _log_statements(
         callees = found.get("callee", [])
         for ls in find_log_statements(tree.root_node, script.path, patterns, callees):
             st = index.get((script.path, ls.line))
-            if st is not None:  # built directly: dataclasses.replace costs 10x a constructor call
+            if st is not None:  # built directly: dataclasses.replace costs far more than a constructor call
                 out.append(LogStatement(ls.path, ls.line, ls.end_line, ls.callee, ls.parts, st.sid))
     return tuple(out)
 
@@ -136,8 +136,8 @@ def _log_statements(
 class ParseCache:
     """The ``ParsedScripts`` of recently seen script sets, least recently used evicted first.
 
-    Bounded by entries and by the scripts' characters (a parse holds about 100x its text in trees
-    and records: 1 MB of scripts, ~100 MB). Keyed by the exact paths, contents and patterns, so a
+    Bounded by entries and by the scripts' characters (a parse holds many times its text in trees
+    and records). Keyed by the exact paths, contents and patterns, so a
     changed byte is a new entry. Thread-safe; the parse itself runs outside the lock.
     """
 

@@ -10,17 +10,15 @@ import gc
 import threading
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
 
 from app.analysis.coverage import log_coverage
 from app.analysis.echo import echo_table, find_echoes
 from app.analysis.estimate import EstimateOptions, estimate
 from app.analysis.lifecycle import lifecycle
 from app.analysis.limits import CostLimits, check_text
-from app.analysis.logparse import folder_conflict, match_script_path, parse_log
-from app.analysis.logparse.frames import realign
+from app.analysis.logparse import parse_log, script_frames
 from app.analysis.matching import match_messages
-from app.analysis.model import Analysis, Frame, Program, Script
+from app.analysis.model import Analysis, Script
 from app.analysis.parsed import ParseCache, log_patterns, parse_scripts
 from app.analysis.selection import is_test_function, select_tests
 
@@ -59,7 +57,7 @@ _gc_state = {"holders": 0, "was_enabled": True}
 def gc_paused() -> Iterator[None]:
     """No cyclic garbage collection while an analysis builds its many small, acyclic records.
 
-    The collector would walk them again and again for nothing (1.3-1.5x the static phase);
+    The collector would walk them again and again for nothing (a large share of the static phase);
     reference counting still frees them. Counted, so overlapping analyses in threads nest.
     """
     with _gc_lock:
@@ -102,7 +100,7 @@ def _analyze(
     parsed = parse_log(log, prefix_format=prefix_format)
     warnings: list[str] = [*program.warnings, *parsed.warnings]
 
-    frames, frame_warnings = _script_frames(program, parsed.frames, paths)
+    frames, frame_warnings = script_frames(parsed.frames, {f.path: f.lines for f in program.files})
     warnings.extend(frame_warnings)
     error_sids: list[int] = []
     for frame in frames:
@@ -165,43 +163,3 @@ def _analyze(
         parsed=parse,
         echoes=find_echoes(parse.derived(echo_table), index, log),
     )
-
-
-def _script_frames(
-    program: Program, frames: Sequence[Frame], paths: list[str]
-) -> tuple[list[Frame], list[str]]:
-    """Frames in submitted scripts, path rewritten and line numbers corrected for small skew."""
-    out: list[Frame] = []
-    warnings: list[str] = []
-    files = {f.path: f for f in program.files}
-    for frame in frames:
-        path = match_script_path(frame.path, paths)
-        if path is None:
-            continue
-        lines = files[path].lines
-        line = realign(lines, frame.line, frame.code)
-        if line is None:
-            warnings.append(
-                f"traceback frame {frame.path}:{frame.line} is outside {path} ({len(lines)} lines); ignored"
-            )
-            continue
-        conflict = folder_conflict(frame.path, path)
-        if conflict is not None and not _code_confirms(lines[line - 1], frame.code):
-            warnings.append(
-                f"traceback frame {frame.path} was matched to {path} by file name only ({conflict}) and"
-                " the log shows no code to confirm it: if it comes from another file of that name, submit it"
-            )
-        if line != frame.line:
-            warnings.append(
-                f"traceback line {frame.line} of {path} does not hold the code the log shows;"
-                f" using line {line}"
-            )
-        out.append(replace(frame, path=path, line=line))
-    return out, warnings
-
-
-def _code_confirms(source_line: str, printed: str | None) -> bool:
-    """Whether the code a frame printed is the script's line: a folder mismatch is then a checkout path."""
-    want = " ".join((printed or "").split())
-    have = " ".join(source_line.split())
-    return bool(want) and (have == want or have.startswith(want))

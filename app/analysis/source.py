@@ -87,7 +87,7 @@ Captures = dict[str, list[Node]]
 
 def call_captures(tree: Tree) -> Captures:
     """The calls query's captures (``callee``, ``ref``): one walk of the tree serves the call sites
-    here and the log statements (``find_log_statements(callees=...)``), a third of a parse each.
+    here and the log statements (``find_log_statements(callees=...)``), each a large part of a parse.
 
     Each list in source order: tree-sitter hands captures back in an order that varies from call
     to call, and a statement's calls (and what reads them) would vary with it."""
@@ -411,6 +411,14 @@ def normalize_newlines(content: str) -> str:
     return content.replace("\r\n", "\n").replace("\r", "\n")
 
 
+def text_lines(content: str) -> list[str]:
+    """A script's lines as the analysis numbers them (any newline, no empty line after the last)."""
+    lines = normalize_newlines(content).split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
 def parse_program(
     scripts: Sequence[Script],
     trees: Sequence[Tree] | None = None,
@@ -429,17 +437,15 @@ def parse_program(
     next_sid = 0
     for n, script in enumerate(scripts):
         content = normalize_newlines(script.content)
-        text_lines = content.split("\n")
-        if text_lines and text_lines[-1] == "":
-            text_lines.pop()
+        file_lines = text_lines(content)
         tree = trees[n] if trees is not None else parse_tree(content)
         source = content.encode("utf-8", "surrogatepass")
         walk = _FileWalk(script.path, source, next_sid)
         walk.functions.append(
-            _Func(MODULE, MODULE, "module", 0, max(len(text_lines) - 1, 0), [], False, False, None)
+            _Func(MODULE, MODULE, "module", 0, max(len(file_lines) - 1, 0), [], False, False, None)
         )
         walk.walk(tree.root_node)
-        code_rows = [i for i, line in enumerate(text_lines) if line.strip()]
+        code_rows = [i for i, line in enumerate(file_lines) if line.strip()]
         _attach_loose_lines(walk, code_rows)
         _collect_calls(walk, captures[n] if captures is not None else call_captures(tree))
         code_set = frozenset(r + 1 for r in code_rows)
@@ -452,7 +458,7 @@ def parse_program(
         files.append(
             SourceFile(
                 path=script.path,
-                lines=tuple(text_lines),
+                lines=tuple(file_lines),
                 code_lines=code_set,
                 container_headers=tuple(
                     (s + 1, e + 1, tuple(sorted({r + 1 for r in rows} & code_set)))

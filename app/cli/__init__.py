@@ -86,13 +86,13 @@ def _subcommand(argv: list[str]) -> str | tuple[str, ...] | None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command. The collector is paused while the start-up imports run (they allocate
-    much and free little: collecting costs ~10 % of a cold start), and for the whole of a
-    one-shot command; a long-running one (serve, batch, eval) gets it back before it starts.
+    much and free little: collecting them is a noticeable part of a cold start), and for the whole
+    of a one-shot command; a long-running one (serve, batch, eval) gets it back before it starts.
 
     Run as the program (no ``argv``), a one-shot command ends with ``gc.freeze()``: the
-    interpreter's last collection at exit then skips the objects of every module imported
-    (~40 ms with the database stack loaded, for memory the exit frees anyway). It runs after the
-    command returned, so whatever it wrote (output, the stored result) is already complete.
+    interpreter's last collection at exit then skips the objects of every module imported (many,
+    with the database stack loaded), for memory the exit frees anyway. It runs after the command
+    returned, so whatever it wrote (output, the stored result) is already complete.
     """
     program = argv is None
     argv = sys.argv[1:] if argv is None else argv

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from app.cli import UsageError
+from app.cli.flags import add_option_flags
 from app.cli.progress import ProgressBar
-from app.options import RANKER_MODEL_HELP
 from app.settings import Settings
 
 PROGRESS_INTERVAL_S = 0.25
@@ -42,7 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--model-url", help="OpenAI-compatible base URL ending in /v1 (overrides TCFL_MODEL_URL)"
     )
-    parser.add_argument("--ranker-model", metavar="FILE", help=RANKER_MODEL_HELP)
+    add_option_flags(parser, "ranker_model")
     parser.add_argument("--worker-id", help="lease owner name (default HOST:batch:INPUT-HASH)")
     parser.add_argument(
         "--db", metavar="URL", help="database holding the queue and results (default: TCFL_DATABASE_URL)"

@@ -11,9 +11,11 @@ import asyncio
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from app.ci import CiReport
+from app.ci import CiReport, Triager, local_triager, triage_results
 from app.cli import UsageError
+from app.cli.flags import add_option_flags, options_given
 from app.cli.io import load_settings
 from app.emit import FORMATS
 from app.ingest import FORMATS as RESULT_FORMATS
@@ -21,8 +23,14 @@ from app.ingest import IngestError, Results, merge, read_folder, read_results
 from app.ingest.archive import extract, is_archive
 from app.ingest.resolve import Checkout
 from app.localize.llm import ModelClient
-from app.options import RANKER_MODEL_HELP, TriageOptions, resolve_options
-from app.rankers import AUTO, ranker_names
+from app.options import resolve_options
+from app.triage import check_options, history_skipped
+
+if TYPE_CHECKING:
+    from app.service.store import Store
+
+
+OPTIONS = ("level", "k", "trace", "ranker", "ranker_model", "log_functions", "log_format", "history")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -40,16 +48,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
     p.add_argument("--out", metavar="FILE", help="write the output here instead of standard output")
     p.add_argument("--results-format", choices=RESULT_FORMATS, default="auto", help="default: detect")
-    p.add_argument("--level", help="function, block (default) or line")
-    p.add_argument("-k", type=int, metavar="N", help="elements to rank per failed test (default: 5)")
-    p.add_argument("--trace", metavar="VARIANT", help="trace variant (default: tplus)")
-    p.add_argument(
-        "--ranker", choices=(AUTO, *ranker_names()), help="auto (default) = the model when one is configured"
-    )
+    add_option_flags(p, *OPTIONS, k="elements to rank per failed test (default: 5)")
     p.add_argument("--model-url", metavar="URL", help="OpenAI-compatible base URL ending in /v1")
-    p.add_argument("--ranker-model", metavar="FILE", help=RANKER_MODEL_HELP)
-    p.add_argument("--log-function", action="append", default=[], metavar="PATTERN", help="extra log callee")
-    p.add_argument("--log-format", metavar="NAME_OR_REGEX", help="log prefix format (default: detect)")
     p.add_argument(
         "--db",
         metavar="URL",
@@ -67,16 +67,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     settings = load_settings()
     try:
-        options = resolve_options(
-            settings,
-            level=args.level,
-            k=args.k,
-            trace=args.trace,
-            ranker=args.ranker,
-            log_functions=args.log_function,
-            log_format=args.log_format,
-            ranker_model=args.ranker_model,
-        )
+        options = check_options(resolve_options(settings, **options_given(args, *OPTIONS)))
         client = (
             None
             if options.ranker == "heuristic"
@@ -90,7 +81,27 @@ def run(args: argparse.Namespace) -> int:
         root = _root(args.root, Path(work) / "root")
         results = _read_all(args.results, args.results_format, Path(work) / "results")
         checkout = Checkout.scan(root)
-        report = asyncio.run(_triage(results, checkout, options, client, settings.max_files_per_case))
+        url = args.db or settings.database_url
+        # the recorded runs are read where they may be fused: with the history ranker, or whenever
+        # this job is recorded (the database is opened then anyway)
+        store = (
+            _history_store(url)
+            if history_skipped(options, model_configured=client is not None) is None
+            and (not args.no_store or options.ranker == "history")
+            else None
+        )
+        reader = None
+        if store is not None:
+            from app.service.history_store import HistoryStore
+
+            history = HistoryStore(store)
+            reader = lambda test, window: history.history_runs(test, limit=window)  # noqa: E731
+        try:
+            triager = local_triager(options, client, history=reader, limits=settings.cost_limits())
+            report = asyncio.run(_triage(results, checkout, triager, client, settings.max_files_per_case))
+        finally:
+            if store is not None:
+                store.close()
         if not args.no_store:
             _record(report, checkout, args, args.db or settings.database_url)
     from app.emit import emit
@@ -109,15 +120,28 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _triage(
-    results: Results, checkout: Checkout, options: TriageOptions, client: ModelClient | None, max_files: int
+    results: Results, checkout: Checkout, triager: Triager, client: ModelClient | None, max_files: int
 ) -> CiReport:
-    from app.ci import triage_results
-
     try:
-        return await triage_results(results, checkout, options, client, max_files=max_files)
+        return await triage_results(results, checkout, triager, max_files=max_files)
     finally:
         if client is not None:
             await client.aclose()
+
+
+def _history_store(url: str) -> Store | None:
+    """The CI history's store, or None (with a warning) when it cannot be opened: a job is
+    triaged without history rather than not at all."""
+    from app.service.store import Store, safe_url
+
+    try:
+        return Store.open(url)
+    except Exception as exc:
+        print(
+            f"tcfl ci: warning: CI history not read from {safe_url(url)}: {type(exc).__name__}: {exc}",
+            file=sys.stderr,
+        )
+        return None
 
 
 def _record(report: CiReport, checkout: Checkout, args: argparse.Namespace, url: str) -> None:

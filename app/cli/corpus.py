@@ -1,4 +1,8 @@
-"""`tcfl corpus build`: an executed corpus of mutated real test files with true traces."""
+"""`tcfl corpus build`: an executed corpus of mutated real test files with true traces.
+
+``build`` is the harness's (``tcfl_lab.eval``), loaded when it runs; ``mine`` is the product's
+(``app.mining``).
+"""
 
 from __future__ import annotations
 
@@ -57,10 +61,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from app.eval.corpus import CorpusOptions, build_corpus
+    from app.cli.harness import load_harness
 
+    load_harness()
     if args.history is not None:
         return _build_history(args)
+    from tcfl_lab.eval.corpus import CorpusOptions, build_corpus
+
     if args.out is None:
         raise UsageError("give --out DIR (or --history OUT for the corpus with CI history)")
 
@@ -122,7 +129,7 @@ def _mine(args: argparse.Namespace) -> int:
 
 
 def _build_history(args: argparse.Namespace) -> int:
-    from app.eval.history_corpus import HistoryOptions, build_history_corpus
+    from tcfl_lab.eval.history_corpus import HistoryOptions, build_history_corpus
 
     if args.history.exists() and not args.history.is_dir():
         raise UsageError(f"--history {args.history} exists and is not a folder")

@@ -1,4 +1,7 @@
-"""`tcfl eval CASES_DIR`: trace quality and localization metrics over benchmark cases."""
+"""`tcfl eval CASES_DIR`: trace quality and localization metrics over benchmark cases.
+
+The work is the harness's (``tcfl_lab.eval``), loaded when the command runs (``app.cli.harness``).
+"""
 
 from __future__ import annotations
 
@@ -8,19 +11,21 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from app.analysis.model import resolve_variant
 from app.analysis.render import LEVELS
 from app.cli import UsageError
 from app.cli.progress import ProgressBar
-from app.eval.cases import Case, load_cases
-from app.eval.masking import MaskingPlan
-from app.eval.runner import CaseResult, EvalOptions, evaluate
 from app.localize.llm import ModelClient
 from app.localize.result import TriageResult
 from app.options import RANKER_MODEL_HELP, TriageOptions, resolve_options
 from app.rankers import AUTO, ranker_names
 from app.settings import get_settings
+
+if TYPE_CHECKING:  # the harness loads when the command runs, never for --help or other commands
+    from tcfl_lab.eval.cases import Case
+    from tcfl_lab.eval.runner import CaseResult, EvalOptions
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -98,8 +103,19 @@ def _lengths(text: str) -> tuple[int, ...]:
     return values
 
 
+def _write(target: Path | None, text: str) -> None:
+    """Write ``text`` and a newline to ``target``, making its folder; nothing when there is no target."""
+    if target is None:
+        return
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write {target}: {exc}") from exc
+
+
 def run_history(args: argparse.Namespace) -> int:
-    from app.eval.history_eval import evaluate_history, render_history_table
+    from tcfl_lab.eval.history_eval import evaluate_history, render_history_table
 
     lengths = _lengths(args.history_lengths)
 
@@ -120,19 +136,16 @@ def run_history(args: argparse.Namespace) -> int:
     report["passing_logs"] = args.passing_logs
     calibration = report.pop("calibration")
     text = json.dumps(report, indent=1)
-    for target, body in ((args.out, text), (args.write_calibration, json.dumps(calibration, indent=1))):
-        if target is None:
-            continue
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(body + "\n", encoding="utf-8")
-        except OSError as exc:
-            raise UsageError(f"cannot write {target}: {exc}") from exc
+    _write(args.out, text)
+    _write(args.write_calibration, json.dumps(calibration, indent=1))
     sys.stdout.write((text if args.json else render_history_table(report)) + "\n")
     return 0
 
 
 def _options(args: argparse.Namespace) -> EvalOptions:
+    from tcfl_lab.eval.masking import MaskingPlan
+    from tcfl_lab.eval.runner import EvalOptions
+
     names = [n.strip() for item in (args.trace or ["tplus"]) for n in item.split(",") if n.strip()]
     try:
         traces = tuple(dict.fromkeys(resolve_variant(n) for n in names))
@@ -159,7 +172,7 @@ def _options(args: argparse.Namespace) -> EvalOptions:
 
 
 def _ablate(args: argparse.Namespace, cases: list[Case], options: EvalOptions) -> int:
-    from app.eval.channels import ABLATION_LEVELS, ablation_report, channel_ablation, render_ablation
+    from tcfl_lab.eval.channels import ABLATION_LEVELS, ablation_report, channel_ablation, render_ablation
 
     def progress(index: int, total: int, case_id: str) -> None:
         if not args.quiet:
@@ -175,12 +188,7 @@ def _ablate(args: argparse.Namespace, cases: list[Case], options: EvalOptions) -
         "channel_ablation": ablation_report(table),
     }
     text = json.dumps(report, indent=1)
-    if args.out:
-        try:
-            args.out.parent.mkdir(parents=True, exist_ok=True)
-            args.out.write_text(text + "\n", encoding="utf-8")
-        except OSError as exc:
-            raise UsageError(f"cannot write {args.out}: {exc}") from exc
+    _write(args.out, text)
     sys.stdout.write((text if args.json else render_ablation(table)) + "\n")
     return 0
 
@@ -189,6 +197,7 @@ async def _run(
     cases: list[Case], options: EvalOptions, client: ModelClient | None, quiet: bool, concurrency: int
 ) -> list[CaseResult]:
     from app.triage import triage
+    from tcfl_lab.eval.runner import evaluate
 
     async def run_triage(case: Case, topts: TriageOptions) -> TriageResult:
         return await triage(list(case.scripts), case.log, topts, client=client)
@@ -220,6 +229,11 @@ async def _run(
 
 
 def run(args: argparse.Namespace) -> int:
+    from app.cli.harness import load_harness
+
+    load_harness()
+    from tcfl_lab.eval.cases import load_cases
+
     if args.history_lengths is not None:
         return run_history(args)
     if args.write_calibration is not None:
@@ -246,18 +260,13 @@ def run(args: argparse.Namespace) -> int:
     concurrency = 1 if client is None else (args.concurrency or get_settings().model_concurrency)
     started = time.perf_counter()
     results = asyncio.run(_run(cases, options, client, args.quiet, concurrency))
-    from app.eval.report import build_report, render_table
+    from tcfl_lab.eval.report import build_report, render_table
 
     report = build_report(results, options, problems=problems, seconds=time.perf_counter() - started)
     text = json.dumps(report, indent=1)
-    if args.out:
-        try:
-            args.out.parent.mkdir(parents=True, exist_ok=True)
-            args.out.write_text(text + "\n", encoding="utf-8")
-        except OSError as exc:
-            raise UsageError(f"cannot write {args.out}: {exc}") from exc
+    _write(args.out, text)
     if args.plot:
-        from app.eval.plots import PlotUnavailable, write_plots
+        from tcfl_lab.eval.plots import PlotUnavailable, write_plots
 
         try:
             written = write_plots(report, args.plot)

@@ -4,33 +4,54 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
 
 from app.cli import UsageError
+
+if TYPE_CHECKING:  # the store loads when a command runs, never for --help
+    from app.service.history_store import HistoryStore
 
 _MARK = {"pass": ".", "fail": "F", "error": "E", "skip": "s"}
 
 
+def add_db_flag(p: argparse.ArgumentParser) -> None:
+    """``--db``, as every command on the CI history (history, ingest, retention) takes it."""
+    p.add_argument("--db", metavar="URL", help="database URL (default TCFL_DATABASE_URL, else per-user)")
+
+
+@contextmanager
+def history_store(db: str | None) -> Iterator[HistoryStore]:
+    """The CI history in the database ``db`` (``--db``; None: the default one), closed after use."""
+    from app.cli.io import open_store
+    from app.service.history_store import HistoryStore
+
+    store = open_store(db)
+    try:
+        yield HistoryStore(store)
+    finally:
+        store.close()
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("history", help="show a test's CI history: verdicts, versions, flakiness")
-    p.add_argument("key", metavar="KEY", help="test key, e.g. tests/test_a.py::TestX::test_y")
-    p.add_argument("--db", metavar="URL", help="database URL (default TCFL_DATABASE_URL, else per-user)")
+    p.add_argument(
+        "key",
+        metavar="KEY",
+        help="the test, by any tool's id: tests/test_a.py::TestX::test_y, tests.test_a.TestX.test_y, ...",
+    )
+    add_db_flag(p)
     p.add_argument("--limit", type=int, default=200, help="newest runs to show (default 200)")
     p.add_argument("--json", action="store_true", help="the same JSON as GET /v1/tests/{key}/history")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.cli.io import open_store
-    from app.service.history_store import HistoryStore
-
     if args.limit < 1:
         raise UsageError("--limit must be at least 1")
-    store = open_store(args.db)
-    try:
-        page = HistoryStore(store).history(args.key, limit=args.limit)
-    finally:
-        store.close()
+    with history_store(args.db) as history:
+        page = history.history(args.key, limit=args.limit)
     if page is None:
         raise UsageError(f"no runs recorded for test {args.key!r}")
     print(json.dumps(page, indent=1) if args.json else render(page))

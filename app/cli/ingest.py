@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from app.cli import UsageError
+from app.cli.history import add_db_flag, history_store
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -15,15 +16,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "runs", type=Path, metavar="RUNS.jsonl", help="run records: test_id, verdict, ... per line"
     )
-    p.add_argument("--db", metavar="URL", help="database URL (default TCFL_DATABASE_URL, else per-user)")
+    add_db_flag(p)
     p.add_argument("--json", action="store_true", help="print each stored run's id, version and err_sig")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.cli.io import open_store
     from app.history.records import parse_run
-    from app.service.history_store import HistoryStore
 
     try:
         text = args.runs.read_text(encoding="utf-8")
@@ -41,11 +40,8 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"{args.runs}:{n}: {exc}") from None
     if not records:
         raise UsageError(f"{args.runs} holds no run record")
-    store = open_store(args.db)
-    try:
-        created = HistoryStore(store).add_runs(records)
-    finally:
-        store.close()
+    with history_store(args.db) as history:
+        created = history.add_runs(records)
     if args.json:
         print(json.dumps({"runs": created}, indent=1))
     else:

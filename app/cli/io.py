@@ -182,14 +182,6 @@ def read_log(name: str) -> tuple[str, list[str]]:
     return decode_log(data)
 
 
-def printable(text: str) -> str:
-    """Text from a log made safe for a terminal: control characters shown as escapes, not obeyed."""
-    return "".join(
-        ch if ch in "\t\n" or (ch.isprintable() and ch != "\x7f") else ch.encode("unicode_escape").decode()
-        for ch in text
-    )
-
-
 def check_log_format(spec: str | None, source: str = "--log-format") -> None:
     """A bad log prefix format is a usage error that names the option (or setting) it came from."""
     if spec is None:

@@ -1,4 +1,7 @@
-"""`tcfl learn CASES_DIR...`: fit the built-in ranker's model file, or measure it leave-one-repository-out."""
+"""`tcfl learn CASES_DIR...`: fit the built-in ranker's model file, or measure it leave-one-repository-out.
+
+The fitting is the harness's (``tcfl_lab.eval.learn``), loaded when the command runs.
+"""
 
 from __future__ import annotations
 
@@ -54,7 +57,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.eval.learn import (
+    from app.cli.harness import load_harness
+
+    load_harness()
+    from app.localize.model_file import write_model
+    from tcfl_lab.eval.learn import (
         DEFAULT_L2,
         LEARN_LEVELS,
         channel_ablation,
@@ -66,7 +73,6 @@ def run(args: argparse.Namespace) -> int:
         render_curve,
         render_loro,
     )
-    from app.localize.model_file import write_model
 
     if not args.cases and args.db is None:
         raise UsageError("give case folders or files, --db URL, or both")

@@ -1,4 +1,4 @@
-"""`tcfl retention`: apply the history retention policy (DESIGN 8.1) to the database.
+"""`tcfl retention`: apply the history retention policy (docs/design.md §8.1) to the database.
 
 Runs older than ``--keep-days`` beyond each test's newest ``--keep-runs`` go, except each
 test's last passing run and the first failure after it (the first bad version stays findable);
@@ -11,11 +11,12 @@ import argparse
 import json
 
 from app.cli import UsageError
+from app.cli.history import add_db_flag, history_store
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("retention", help="drop old CI runs and logs (keeps each test's anchors)")
-    p.add_argument("--db", metavar="URL", help="database URL (default TCFL_DATABASE_URL, else per-user)")
+    add_db_flag(p)
     p.add_argument("--keep-days", type=int, metavar="N", help="keep runs of the last N days (default 180)")
     p.add_argument(
         "--keep-runs", type=int, metavar="N", help="keep each test's newest N runs, however old (default 500)"
@@ -26,20 +27,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.cli.io import open_store
-    from app.service.history_store import RETENTION_DAYS, RETENTION_RUNS, HistoryStore
+    from app.service.history_store import RETENTION_DAYS, RETENTION_RUNS
 
     keep_days = RETENTION_DAYS if args.keep_days is None else args.keep_days
     keep_runs = RETENTION_RUNS if args.keep_runs is None else args.keep_runs
     if keep_days < 0 or keep_runs < 0:
         raise UsageError("--keep-days and --keep-runs must be at least 0")
-    store = open_store(args.db)
-    try:
-        counts = HistoryStore(store).apply_retention(
-            keep_days=keep_days, keep_runs=keep_runs, dry_run=args.dry_run
-        )
-    finally:
-        store.close()
+    with history_store(args.db) as history:
+        counts = history.apply_retention(keep_days=keep_days, keep_runs=keep_runs, dry_run=args.dry_run)
     if args.json:
         print(json.dumps({"dry_run": args.dry_run, **counts}, indent=1))
     else:

@@ -12,7 +12,9 @@ from app.analysis.estimate import EstimateOptions
 from app.analysis.model import TRACE_ALIASES, VARIANTS, Analysis, Loc, State, resolve_variant
 from app.analysis.pipeline import analyze
 from app.cli import UsageError
-from app.cli.io import check_log_format, load_settings, printable, read_log, read_scripts
+from app.cli.flags import add_option_flags, options_given
+from app.cli.io import check_log_format, load_settings, read_log, read_scripts
+from app.emit.text import printable
 from app.options import resolve_options
 
 
@@ -20,14 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("trace", help="estimate which lines of the scripts ran, from the failure log")
     p.add_argument("scripts", nargs="+", metavar="SCRIPT", help="test script(s) of the failing test")
     p.add_argument("--log", required=True, metavar="FILE", help="the failure log ('-' for standard input)")
-    p.add_argument(
-        "--log-function",
-        action="append",
-        default=[],
-        metavar="PATTERN",
-        help="extra log-function callee pattern, e.g. Log.log or self.*.info (repeatable)",
-    )
-    p.add_argument("--log-format", metavar="NAME_OR_REGEX", help="log prefix format (default: detected)")
+    add_option_flags(p, "log_functions", "log_format")
     p.add_argument(
         "--trace",
         "--variant",
@@ -64,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     ).without(args.without)
     settings = load_settings()
     try:
-        resolved = resolve_options(settings, log_functions=args.log_function, log_format=args.log_format)
+        resolved = resolve_options(settings, **options_given(args, "log_functions", "log_format"))
         analysis = analyze(
             scripts,
             log,

@@ -6,8 +6,10 @@ Each module has ``render(report) -> str``; emitters read the report and never tr
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
-from app.ci import CiReport
+if TYPE_CHECKING:  # the triage report's text (app.emit.text) is also the CLI's, which needs no CI code
+    from app.ci import CiReport
 
 FORMATS: tuple[str, ...] = ("text", "json", "markdown", "github", "junit", "sarif")
 SUFFIXES: dict[str, str] = {

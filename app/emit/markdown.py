@@ -6,6 +6,7 @@ from app.ci import CiReport
 from app.emit import span
 
 MAX_CODE_LINES = 8
+MAX_ITEM_WARNINGS = 5  # per untriaged test: enough to say why, short enough for a job summary
 
 
 def cell(text: str) -> str:
@@ -47,6 +48,10 @@ def render(report: CiReport) -> str:
             if item.result is None:
                 out.append(f"Not triaged: {cell(item.problem or '')}")
                 out.append("")
+                # why: a script refused (a link out of the checkout, a FIFO) or a value the reader cut
+                out += [f"> warning: {cell(w)}" for w in item.warnings[:MAX_ITEM_WARNINGS]]
+                if item.warnings:
+                    out.append("")
                 continue
             r = item.result
             model = f" ({r.model})" if r.model else ""

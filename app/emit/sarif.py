@@ -66,7 +66,7 @@ def document(report: CiReport) -> dict[str, Any]:
                 },
                 "locations": [_location(top.path, top.start_line, top.end_line)],
                 "relatedLocations": related,
-                "partialFingerprints": {"tcflSignature/v1": item.signature},
+                "partialFingerprints": {"tcflSignature/v2": item.signature},  # v2: the 40-digit err_sig
                 "properties": {
                     "testId": item.run.test_id,
                     "verdict": item.run.verdict,

@@ -1,4 +1,4 @@
-"""CI history as evidence (DESIGN section 8): a pure core, like ``app/analysis``.
+"""CI history as evidence (docs/design.md §8): a pure core, like ``app/analysis``.
 
 Runs of a test across script versions give a coverage spectrum from estimated traces at no
 cost; the modules here map lines across versions, score spectra, propagate infection on the

@@ -1,6 +1,6 @@
-"""CP: propagation of infected program states on the block graph (paper 003, DESIGN 8.2b).
+"""CP: propagation of infected program states on the block graph (docs/design.md §8.2b).
 
-Edges traversed more in failing than in passing runs are suspicious (Eq. 1-2); a block is as
+Edges traversed more in failing than in passing runs are suspicious (CP Eq. 1-2); a block is as
 suspicious as the infection it passes on to its successors (Eq. 4-5), and a failure's exit
 blocks (in our runs: the block of the innermost traceback frame) collect their incoming
 edges' suspicion (Eq. 6). The scores are unbounded, so callers fuse CP by rank, not by value.
@@ -17,7 +17,7 @@ import numpy as np
 from app.analysis.model import State
 from app.history.spectrum import FAILING, PASSING, StateWeights
 
-ZERO_DENOMINATOR = 1e-10  # 003 section 5.1.4
+ZERO_DENOMINATOR = 1e-10  # CP's own value for a zero denominator (docs/design.md §8.2b)
 
 Node = Hashable
 Edge = tuple[Node, Node]
@@ -56,7 +56,10 @@ def block_states(line_states: Mapping[object, State], members: Mapping[Node, Ite
 
 
 def edge_state(a: State | None, b: State | None) -> State | None:
-    """E if both ends ran, N if either did not, else doubtful (DESIGN 8.1); None if either is absent."""
+    """E if both ends ran, N if either did not, else doubtful (docs/design.md §8.1).
+
+    None if either end is absent.
+    """
     if a is None or b is None:
         return None
     if State.NEXE in (a, b):

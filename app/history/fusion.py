@@ -1,4 +1,4 @@
-"""Fusion of evidence channels by calibrated log-odds (DESIGN 8.2e, v1).
+"""Fusion of evidence channels by calibrated log-odds (docs/design.md §8.2e).
 
 logit P(e faulty) = logit π + Σ_c log LR_c(bin_c(e)), π = 1/|candidates|. Each channel
 (static ranking, Ochiai, CP, diff, ...) contributes through the rank bin it gives the element,

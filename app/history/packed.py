@@ -1,4 +1,4 @@
-"""Estimated traces packed into one compressed blob per run (DESIGN 8.1, at CI scale).
+"""Estimated traces packed into one compressed blob per run (docs/design.md §8.1, at CI scale).
 
 A trace is ``{path: {state letter: [line, ...]}}`` (letters E/N/D). Stored as JSON it costs a
 few kilobytes per run, and a test's history page or a history-aware triage reads hundreds of

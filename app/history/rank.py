@@ -6,7 +6,7 @@ classifies its flaky failures; ``select_runs`` picks the passes to use (all, FDC
 runs); ``line_channels`` computes the history channels per line (Ochiai and DStar over the
 spectra, CP on the block graph, the diff since the last passing version); ``element_channels``
 lifts them to the rendered elements beside the static rank; the fused order is computed with
-and without the passing runs and ``final_order`` keeps each element's better rank (001 section 4).
+and without the passing runs and ``final_order`` keeps each element's better rank (docs/design.md §8.2e).
 With no usable run the static ranking comes back unchanged.
 """
 
@@ -88,7 +88,11 @@ class HistoryRanking:
     order: tuple[str, ...]  # element ids, best first
     fused: Mapping[str, Fused] = field(default_factory=dict)
     evidence: Mapping[str, tuple[Evidence, ...]] = field(default_factory=dict)
-    runs_used: int = 0
+    runs: tuple[HistoryRun, ...] = ()  # the runs fused (failures and the passes selected), oldest first
+
+    @property
+    def runs_used(self) -> int:
+        return len(self.runs)
 
 
 def line_states(analysis: Analysis) -> dict[Loc, State]:
@@ -206,7 +210,10 @@ def _ran(states: Mapping[Loc, State]) -> frozenset[Loc]:
 def select_runs(
     target: Target, runs: Sequence[MappedRun], mode: str = "all", k: int = DEFAULT_K
 ) -> list[MappedRun]:
-    """Every failing run, and the passes ``mode`` picks: all, FDC (002) or the most similar (004)."""
+    """Every failing run, and the passes ``mode`` picks: all, FDC or the most similar.
+
+    FDC and similarity are docs/design.md §8.2c and §8.2d.
+    """
     if mode == "all":
         return list(runs)
     if mode not in SELECTIONS:
@@ -304,7 +311,7 @@ def element_channels(
 
 def final_order(with_passes: Sequence[str], without_passes: Sequence[str]) -> list[str]:
     """min(rank with passes, rank without), ties to the former: passes that also ran the fault
-    cannot bury it (001 section 4)."""
+    cannot bury it (docs/design.md §8.2e)."""
     a = {e: i for i, e in enumerate(with_passes)}
     b = {e: i for i, e in enumerate(without_passes)}
     return sorted(with_passes, key=lambda e: (min(a[e], b.get(e, a[e])), a[e]))
@@ -331,7 +338,10 @@ def rank_with_history(
     if not history:
         return HistoryRanking(tuple(order))
     target = target_of(analysis)
-    runs = select_runs(target, map_runs(target, history), selection, k)
+    mapped = map_runs(target, history)
+    runs = select_runs(target, mapped, selection, k)
+    kept = {id(r) for r in runs}
+    used_runs = tuple(h for h, r in zip(history, mapped, strict=True) if id(r) in kept)
     members = members_of(rendered)
     with_p = element_channels(line_channels(target, runs), members, order)
     without_p = element_channels(line_channels(target, runs, passes=False), members, order)
@@ -354,4 +364,4 @@ def rank_with_history(
             for c, term in sorted(f.terms.items(), key=lambda kv: -kv[1])
             if c in CHANNEL_OF and term > 0
         )
-    return HistoryRanking(tuple(final), {f.element: f for f in fused}, evidence, used)
+    return HistoryRanking(tuple(final), {f.element: f for f in fused}, evidence, used_runs)

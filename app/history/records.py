@@ -1,81 +1,27 @@
-"""Run records as CI reports them: test identity, verdict, environment, links (DESIGN 8.1).
+"""Run records as CI reports them: test identity, verdict, environment, links (docs/design.md §8.1).
 
 A test's identity outlives its parameters and variants: pytest's ``[param]``, avocado's
-``;variant`` and tempest's ``[tags]`` go to the run, the rest is the test key. Everything here
-validates plain data and raises ``ValueError`` with a message a person can act on.
+``;variant`` and tempest's ``[tags]`` go to the run, the rest is the test key, one key whichever
+tool named the test (``app.ingest.testkey``). Everything here validates plain data and raises
+``ValueError`` with a message a person can act on.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from app.analysis.model import Script
+from app.ingest.testkey import TestKey, parse_test_id
+
+__all__ = ["VERDICTS", "RunRecord", "TestKey", "env_fingerprint", "parse_run", "parse_test_id"]
 
 VERDICTS = frozenset({"pass", "fail", "error", "skip"})
 _ALIASES = {"passed": "pass", "failed": "fail", "failure": "fail", "skipped": "skip", "ok": "pass"}
-_PARAMS = re.compile(r"^(?P<base>.*?)\[(?P<params>.*)\]$")
-_AVOCADO_SERIAL = re.compile(r"^\d+-")
-MAX_TEST_ID = 1000
-
-
-@dataclass(frozen=True)
-class TestKey:
-    suite: str
-    path: str
-    base_id: str
-
-    @property
-    def key(self) -> str:
-        return f"{self.path}::{self.base_id}" if self.path else self.base_id
-
-
-def parse_test_id(test_id: str, suite: str = "") -> tuple[TestKey, str]:
-    """(key, params) of a CI test id.
-
-    pytest ``path::Class::test[p]``, avocado ``1-path:Class.test;variant``, tempest ``id[tags]``.
-    """
-    text = test_id.strip()
-    if not text:
-        raise ValueError("test_id is empty")
-    if len(text) > MAX_TEST_ID:
-        raise ValueError(f"test_id is longer than {MAX_TEST_ID} characters")
-    params = ""
-    if ";" in text:  # avocado variant
-        text, params = text.split(";", 1)
-        text = _AVOCADO_SERIAL.sub("", text)
-    m = _PARAMS.match(text)
-    if m:
-        text, params = m.group("base"), m.group("params")
-    if suite == "pytest" and "::" not in text:
-        text = _pytest_node_id(text)
-    if "::" in text:
-        path, base = text.split("::", 1)
-        return TestKey(suite, path, base), params
-    if ":" in text and text.split(":", 1)[0].endswith(".py"):
-        path, base = text.split(":", 1)
-        return TestKey(suite, path, base), params
-    return TestKey(suite, "", text), params
-
-
-def _pytest_node_id(dotted: str) -> str:
-    """pytest's JUnit ``module.Class.test`` as its node id ``module.py::Class::test``, so JUnit XML and
-    report-log name a test alike; classes are the capitalised parts after the module's."""
-    parts = dotted.split(".")
-    if len(parts) < 2 or "/" in dotted or not all(p.isidentifier() for p in parts):
-        return dotted
-    classes: list[str] = []
-    module = parts[:-1]
-    while module and module[-1][0].isupper():
-        classes.insert(0, module.pop())
-    if not module:
-        return dotted
-    return "::".join(["/".join(module) + ".py", *classes, parts[-1]])
 
 
 def env_fingerprint(env: Mapping[str, Any]) -> str:
@@ -97,6 +43,7 @@ class RunRecord:
     commit: str | None = None
     scripts: tuple[Script, ...] = ()
     log: str | None = None
+    err_sig: str | None = None  # the failure's signature when the caller has it (``tcfl ci``'s)
 
     def identity(self) -> str:
         """What makes a re-sent record the same run: (job_url, test id), else its whole content."""

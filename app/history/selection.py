@@ -1,9 +1,10 @@
-"""Which past runs to use, and how much each counts (DESIGN 8.2c-d; papers 002 and 004).
+"""Which past runs to use, and how much each counts (docs/design.md §8.2c-d).
 
-CI verdicts are free, so the reason 002 stays result-agnostic (oracle cost) is gone; what is
+CI verdicts are free, so the reason RLFDC stays result-agnostic (oracle cost) is gone; what is
 left is relevance (older versions count less), trace noise and the cost of fetching logs. The
-greedy FDC picks runs that cover what the failure ran (Eq. 5) and split its ambiguity groups
-(Eq. 6). Similar runs (004) are passes whose decisions and inputs resemble the failure's.
+greedy FDC picks runs that cover what the failure ran (RLFDC Eq. 5) and split its ambiguity
+groups (Eq. 6). Similar runs (as DTG compares them) are passes whose decisions and inputs resemble
+the failure's. RLFDC and DTG are the papers of docs/design.md §2.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
-DEFAULT_K = 10  # 002 selects ten tests
+DEFAULT_K = 10  # RLFDC selects ten tests
 DEFAULT_ALPHA = 0.5  # FDG's default balance of split and cover
 
 
@@ -21,7 +22,7 @@ def run_weight(versions_apart: int) -> float:
 
 
 def cover(covered: frozenset[Hashable], failing: frozenset[Hashable]) -> float:
-    """1 - Jaccard distance between a candidate's coverage and the failure's (002 Eq. 5)."""
+    """1 - Jaccard distance between a candidate's coverage and the failure's (RLFDC Eq. 5)."""
     union = covered | failing
     return len(covered & failing) / len(union) if union else 0.0
 
@@ -37,7 +38,7 @@ def ambiguity_groups(
 
 
 def split(covered: frozenset[Hashable], groups: Sequence[frozenset[Hashable]], n: int) -> float:
-    """Σ_g (|g|/n)·min(|g ∩ c_t|, |g ∖ c_t|) (002 Eq. 6): even splits of big groups score most."""
+    """Σ_g (|g|/n)·min(|g ∩ c_t|, |g ∖ c_t|) (RLFDC Eq. 6): even splits of big groups score most."""
     if n == 0:
         return 0.0
     return sum(len(g) / n * min(len(g & covered), len(g - covered)) for g in groups)
@@ -76,7 +77,7 @@ class RunFacts:
 
 
 def path_similarity(a: RunFacts, b: RunFacts) -> float:
-    """Share (0-100) of decisions known in both with the same outcome (004 section 4.1)."""
+    """Share (0-100) of decisions known in both with the same outcome (DTG §4.1)."""
     common = a.decisions.keys() & b.decisions.keys()
     if not common:
         return 0.0
@@ -84,7 +85,7 @@ def path_similarity(a: RunFacts, b: RunFacts) -> float:
 
 
 def input_similarity(a: RunFacts, b: RunFacts) -> float:
-    """Share (0-100) of inputs with equal values over the union of names (004 section 4.2)."""
+    """Share (0-100) of inputs with equal values over the union of names (DTG §4.2)."""
     names = a.inputs.keys() | b.inputs.keys()
     if not names:
         return 100.0
@@ -92,14 +93,14 @@ def input_similarity(a: RunFacts, b: RunFacts) -> float:
 
 
 def similarity(a: RunFacts, b: RunFacts) -> float:
-    """Path similarity first (it plateaued best in 004), inputs as the finer half."""
+    """Path similarity first (the better criterion in DTG), inputs as the finer half."""
     return 0.75 * path_similarity(a, b) + 0.25 * input_similarity(a, b)
 
 
 def similar_runs(
     failures: Sequence[RunFacts], candidates: Mapping[str, RunFacts], k: int = DEFAULT_K
 ) -> list[str]:
-    """The top-k candidates by σ'(e, S) = max over the failures of σ (004 section 4)."""
+    """The top-k candidates by σ'(e, S) = max over the failures of σ (DTG §4)."""
     if not failures:
         return []
     score = {rid: max(similarity(facts, f) for f in failures) for rid, facts in candidates.items()}

@@ -1,10 +1,16 @@
 """Failure signatures and what the history says about a failure (DESIGN 8.3).
 
-err_sig hashes what stays the same when one cause fails again: the exception type, its message
-with run-specific tokens masked, and the innermost script frame (function and line content, not
-line number, so edits elsewhere keep it). loc_sig adds the top fused block's content. A failure
-is new, recurring, a regression (passes between) or flaky (both verdicts at one version and
-environment); the first bad version brackets when the script changed for the worse.
+The one signature scheme of the product. A failure's id is its error signature, ``err_sig``
+(40 hex digits): the exception type, its message with run-specific tokens masked (``mask``), and
+the innermost script frame (function and line content, not line number, so edits elsewhere keep
+it). Every place that names a failure uses it: ``tcfl ci`` groups and its JSON, the stored runs
+and ``/v1/signatures``, the dashboard's failure list and test pages. It is computed from the log
+and the scripts alone (``log_signature``; ``analysis_signature`` and ``snapshot_signature`` when
+an analysis of them was made), never from a ranking, so a failure that was never triaged has the
+same id as one that was. ``loc_sig`` refines it by the top fused block's content.
+
+A failure is new, recurring, a regression (passes between) or flaky (both verdicts at one version
+and environment); the first bad version brackets when the script changed for the worse.
 """
 
 from __future__ import annotations
@@ -14,6 +20,11 @@ import re
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations, pairwise
+from typing import Any
+
+from app.analysis.logparse import parse_log, script_frames
+from app.analysis.model import Analysis, Frame, ParsedLog, Script
+from app.analysis.source import text_lines
 
 FLAKY_WINDOW = 20
 FLAKY_FLIP_RATE = 0.1
@@ -72,9 +83,55 @@ def _sha1(*parts: str) -> str:
 
 
 def err_sig(error_message: str, frame_function: str | None, frame_code: str | None) -> str:
+    """The id: exception type, masked message, the frame's function and its code's hash."""
     exc, message = split_exception(error_message)
     code = _sha1(" ".join((frame_code or "").split()))
     return _sha1(exc, mask(message), frame_function or "", code)
+
+
+def normalise_error(message: str | None) -> str:
+    """The error as a group shows it: the exception type and its first line, masked."""
+    exc, text = split_exception(message or "")
+    first = mask(next((line for line in text.splitlines() if line.strip()), ""))
+    return (f"{exc}: {first}" if exc and first else exc or first)[:500]
+
+
+def log_signature(log: str, scripts: Sequence[Script] = ()) -> str:
+    """The id of the failure a log reports (its ``err_sig``), with the scripts when they are known."""
+    return parsed_signature(parse_log(log), {s.path: text_lines(s.content) for s in scripts})
+
+
+def analysis_signature(analysis: Analysis) -> str:
+    """The id of an analysed failure: ``log_signature`` of the log and scripts it analysed."""
+    return parsed_signature(analysis.log, {f.path: f.lines for f in analysis.program.files})
+
+
+def snapshot_signature(summary: Mapping[str, Any]) -> str:
+    """The id of the failure a stored analysis snapshot (``app.analysis.snapshot``) records: its
+    error message and frames in the scripts, with the scripts' lines, are the analysis' own."""
+    error = summary.get("error") or {}
+    frames = error.get("frames") or ()
+    files = {f["path"]: f["lines"] for f in summary.get("files") or ()}
+    last = frames[-1] if frames else None
+    frame = None if last is None else Frame(last["path"], int(last["line"]), last.get("function"))
+    return _signature(str(error.get("message") or ""), frame, files.get(frame.path, ()) if frame else ())
+
+
+def parsed_signature(parsed: ParsedLog, scripts: Mapping[str, Sequence[str]]) -> str:
+    """``err_sig`` of a parsed log: with scripts (path -> lines), the innermost frame in them and
+    the code on its line; without, the innermost frame as the log printed it."""
+    if not scripts:
+        frame = parsed.frames[-1] if parsed.frames else None
+        return err_sig(parsed.error_message, frame.function if frame else None, frame.code if frame else None)
+    frames, _ = script_frames(parsed.frames, scripts)
+    frame = frames[-1] if frames else None
+    return _signature(parsed.error_message, frame, scripts[frame.path] if frame else ())
+
+
+def _signature(message: str, frame: Frame | None, lines: Sequence[str]) -> str:
+    """``err_sig`` of a frame in a script (``lines``: the script's) or of no frame."""
+    code = lines[frame.line - 1] if frame is not None and 0 < frame.line <= len(lines) else None
+    return err_sig(message, frame.function if frame else None, code)
 
 
 def loc_sig(error_sig: str, block_code: str) -> str:
@@ -178,18 +235,20 @@ class Failure:
 
 
 @dataclass(frozen=True)
-class Group:
+class SignatureGroup:
+    """Failures across tests with one err_sig (and, refined, one loc_sig): the evaluation's grouping."""
+
     err_sig: str
     loc_sig: str | None
     members: tuple[Hashable, ...] = field(default_factory=tuple)
 
 
-def group(failures: Iterable[Failure], *, refine: bool = True) -> list[Group]:
+def group(failures: Iterable[Failure], *, refine: bool = True) -> list[SignatureGroup]:
     """Failures by err_sig across tests, refined by loc_sig; largest groups first."""
     found: dict[tuple[str, str | None], list[Hashable]] = {}
     for f in failures:
         found.setdefault((f.err_sig, f.loc_sig if refine else None), []).append(f.id)
-    groups = [Group(e, loc, tuple(m)) for (e, loc), m in found.items()]
+    groups = [SignatureGroup(e, loc, tuple(m)) for (e, loc), m in found.items()]
     return sorted(groups, key=lambda g: (-len(g.members), g.err_sig, g.loc_sig or ""))
 
 

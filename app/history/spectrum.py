@@ -1,11 +1,11 @@
-"""Coverage spectra from estimated traces, and the SBFL formulas that score them (DESIGN 8.2a).
+"""Coverage spectra from estimated traces, and the SBFL formulas that score them (docs/design.md §8.2a).
 
 A run's estimated trace says per line executed / not executed / doubtful; its spectrum row is
 x = w[verdict][state], the chance the line truly ran (doubtful lines count fully in failures,
-where dbt=EXE keeps faults, paper 000, and half in passes, except where the failure itself left
+where dbt=EXE keeps faults, and half in passes, except where the failure itself left
 the line doubtful: there a pass's doubt counts as much as the failure's). Counts are weighted by
 the run's weight (older versions count less). A line a run's version did not have is absent from
-that run, not "not executed". Blocks and functions take the max of their lines (002 section 4.4).
+that run, not "not executed". Blocks and functions take the max of their lines (docs/design.md §8.2).
 """
 
 from __future__ import annotations
@@ -57,8 +57,9 @@ def map_states(
     """A run's states in its own version's lines -> the target version's (unmapped lines vanish).
 
     An edited line is a new statement: by default runs of the old text do not count for it (they
-    would vouch for code they never ran; measured on the history corpus, keeping them let every
-    pass before a faulty edit hide the fault). ``keep_modified`` restores DESIGN 8.1's pairing.
+    would vouch for code they never ran; on the history corpus, keeping them let every pass before
+    a faulty edit hide the fault). ``keep_modified`` restores the version map's pairing
+    (docs/design.md §8.1).
     """
     out: dict[Loc, State] = {}
     for loc, state in states.items():
@@ -86,8 +87,8 @@ def spectrum(
     ``failure`` (the failing run's own states): where it left a line doubtful, a pass's doubt on
     that line counts at least as much as the failure's. A failing test stops at its error, so a
     pass ran at least as far; counting the failure's doubt fully and the passes' at half made
-    lines no log speaks about outrank the certainly executed fault (measured: N=1 on the history
-    corpus, every line-level miss the true traces did not have).
+    lines no log speaks about outrank the certainly executed fault (on the history corpus: line-level
+    misses the true traces did not have).
     """
     w = weights or StateWeights()
     acc = {e: [0.0, 0.0, 0.0, 0.0] for e in elements}

@@ -1,10 +1,10 @@
-"""What users see of a test's CI history (DESIGN 8.5): pure functions, no I/O.
+"""What users see of a test's CI history: pure functions, no I/O.
 
-The history-aware triage adds a history section to its result (runs used, classification, first
-bad version with the changed hunks) and, per ranked element, the posterior and what each history
-channel contributed; the spectrum view shows the counts behind the Ochiai channel; the dashboard
-draws channel bars from those contributions. The service and the CLI only fetch runs and call
-these.
+A triage that named a test gets a history section (runs read and used, classification, first bad
+version with the changed hunks: ``history_section``, called by ``app.triage``), and per ranked
+element the posterior and each history channel's term (``app.localize.result.history_terms``);
+the spectrum view shows the counts behind the Ochiai channel; the dashboard draws channel bars
+from those terms. The shells only read runs from the store and call these.
 """
 
 from __future__ import annotations
@@ -15,77 +15,35 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.analysis.model import Analysis, Loc
-from app.history.rank import HistoryRun, map_runs, run_traces, selection_of, target_of
-from app.history.rank import select_runs as rank_select
+from app.history.rank import HistoryRun, map_runs, run_traces, target_of
 from app.history.records import env_fingerprint
-from app.history.signatures import Run, classify, err_sig, first_bad_version, is_flaky
+from app.history.signatures import Run, analysis_signature, classify, first_bad_version, is_flaky
 from app.history.spectrum import FORMULAS, scores, spectrum
 from app.history.versions import hunks, version_id
-from app.options import check_window
 
-HISTORY_CHANNELS: tuple[str, ...] = ("spectrum", "cp", "diff", "history_value")
 BAR_STEPS = 20  # bar widths in 5 % steps: the page's CSS has one class per step (no inline styles)
 
 
-@dataclass(frozen=True)
-class HistoryChoice:
-    """What a request asked of the history: ``auto`` or ``off``, how many runs, how many to keep."""
-
-    mode: str = "auto"
-    window: int = 30  # the newest runs read from the store
-    k: int = 0  # runs kept by FDC selection (002); 0 keeps every run of the window
-
-
-def parse_history(value: Any, *, window: int, k: int) -> HistoryChoice:
-    """``auto`` | ``off`` | ``{"window": n, "k": n}`` (defaults from the options); ``ValueError`` if bad."""
-    if value is None or value == "auto":
-        return HistoryChoice("auto", window, k)
-    if value == "off":
-        return HistoryChoice("off", window, k)
-    if isinstance(value, Mapping):
-        unknown = sorted(set(value) - {"window", "k"})
-        if unknown:
-            raise ValueError(f"history: unknown field(s) {', '.join(unknown)}; use window and k")
-        w, kk = value.get("window", window), value.get("k", k)
-        check_window(w, kk)
-        return HistoryChoice("auto", int(w), int(kk))
-    raise ValueError('history must be "auto", "off" or {"window": n, "k": n}')
-
-
-def select_runs(history: Sequence[HistoryRun], analysis: Analysis, k: int) -> tuple[HistoryRun, ...]:
-    """The runs the history ranker fuses, oldest first: every failure and the ``k`` passes FDC
-    picks (002), as ``app.history.rank.select_runs`` picks them for the ranker and the evaluation.
-
-    ``k`` <= 0 keeps every run of the window.
-    """
-    if k <= 0:
-        return tuple(history)
-    target = target_of(analysis)
-    mapped = map_runs(target, history)
-    kept = {id(r) for r in rank_select(target, mapped, selection_of(k), k)}
-    return tuple(h for h, r in zip(history, mapped, strict=True) if id(r) in kept)
-
-
 def failure_signature(analysis: Analysis) -> str:
-    """err_sig of the failure being triaged, computed as ingestion computes it for stored runs."""
-    frame = analysis.error_frames[-1] if analysis.error_frames else None
-    code = None
-    if frame is not None:
-        lines = next((f.lines for f in analysis.program.files if f.path == frame.path), ())
-        code = lines[frame.line - 1] if 0 < frame.line <= len(lines) else None
-    return err_sig(analysis.log.error_message, frame.function if frame else None, code)
+    """The id of the failure being triaged, as ingestion gives it to stored runs (one scheme:
+    ``app.history.signatures``)."""
+    return analysis_signature(analysis)
 
 
 def history_section(
+    test: str,
     history: Sequence[HistoryRun],
     used: Sequence[HistoryRun],
     files: Mapping[str, str],
     signature: str,
-    choice: HistoryChoice,
+    *,
+    window: int,
+    k: int,
 ) -> dict[str, Any]:
     """The result's ``history``: runs read and used, classification, first bad version with hunks.
 
-    ``files`` is the failing version; the failure's environment is taken as that of the newest
+    ``used`` are the runs the ranker fused (``RankAnswer.history_used``); ``files`` is the failing
+    version; the failure's environment is taken as that of the newest
     run of the same version (the request carries none), so flakiness compares like with like.
     """
     current_version = version_id(files)
@@ -101,10 +59,11 @@ def history_section(
         new = files_of.get(found.first_bad or current_version, files)
         changed = changed_hunks(files_of.get(found.last_good, {}), new)
     return {
+        "test": test,
         "runs_read": len(history),
         "runs_used": len(used),
-        "window": choice.window,
-        "k": choice.k,
+        "window": window,
+        "k": k,
         "version": current_version,
         "err_sig": signature,
         "classification": classify(runs, current),
@@ -138,24 +97,6 @@ def timeline(runs_newest_first: Sequence[Mapping[str, Any]]) -> list[dict[str, A
     return out
 
 
-def element_channels(item: Mapping[str, Any]) -> dict[str, Any]:
-    """A ranked element's posterior and each history channel's log-likelihood term.
-
-    The history ranker scores an element by its fused logit and records every positive channel
-    term as evidence, so both come from the stored result alone (older results included).
-    """
-    channels: dict[str, float] = {}
-    for ev in item.get("evidence") or ():
-        channel, weight = ev.get("channel"), ev.get("weight")
-        if channel in HISTORY_CHANNELS and isinstance(weight, int | float) and weight > 0:
-            channels[channel] = round(channels.get(channel, 0.0) + float(weight), 4)
-    score = item.get("score")
-    posterior = None
-    if isinstance(score, int | float) and channels:
-        posterior = round(1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, float(score))))), 4)
-    return {"posterior": posterior, "channels": channels}
-
-
 @dataclass(frozen=True)
 class Bar:
     channel: str
@@ -179,7 +120,7 @@ def spectrum_rows(history: Sequence[HistoryRun], analysis: Analysis, level: str)
 
     The runs are mapped and weighted as the fused ranking maps them (``app.history.rank.map_runs``:
     each through its version's line map, weighted by versions apart, flaky failures marked).
-    A block's counts are its best line's (DESIGN 8.2: blocks take the max).
+    A block's counts are its best line's (docs/design.md §8.2: blocks take the max).
     """
     target = target_of(analysis)
     lines = [Loc(f.path, n) for f in analysis.program.files for n in sorted(f.code_lines)]
@@ -218,38 +159,6 @@ def spectrum_rows(history: Sequence[HistoryRun], analysis: Analysis, level: str)
 def _finite(value: float) -> float | None:
     """JSON has no infinity: DStar's unbounded score (no pass, no miss) is given as null."""
     return round(value, 6) if math.isfinite(value) else None
-
-
-def triage_with_history(
-    scripts: Sequence[Any],
-    log: str,
-    options: Any,
-    history: Sequence[HistoryRun],
-    choice: HistoryChoice,
-    limits: Any = None,
-    parses: Any = None,
-) -> tuple[Any, Any, dict[str, Any]]:
-    """The history ranker's triage of one failure: (TriageResult, its RankRequest, history section).
-
-    No model is asked: the history ranker maps every run of the window and picks the passes
-    (``choice.k``) itself, as the evaluation does, so flaky failures are judged on the whole window.
-    ``limits`` (CostLimits) are checked on the trees the analysis parses, as in any triage;
-    ``parses`` (ParseCache) shares the scripts' parse with earlier triages of the same scripts.
-    """
-    import asyncio
-    import time
-    from dataclasses import replace
-
-    from app.triage import prepare, rank
-
-    started = time.perf_counter()
-    options = replace(options, ranker="history", history_k=choice.k)
-    request = prepare(scripts, log, options, explain=True, limits=limits, parses=parses)
-    used = select_runs(history, request.analysis, choice.k)
-    result = asyncio.run(rank(replace(request, history=tuple(history)), client=None, started=started))
-    files = {s.path: s.content for s in scripts}
-    section = history_section(history, used, files, failure_signature(request.analysis), choice)
-    return result, request, section
 
 
 def spectrum_view(history: Sequence[HistoryRun], version: str | None, level: str) -> dict[str, Any] | None:

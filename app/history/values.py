@@ -1,4 +1,4 @@
-"""The values channel (DESIGN 8.1 value tuples, 004 section 3.2): what the logged values say.
+"""The values channel (value tuples, docs/design.md §8.1 and §8.2d): what the logged values say.
 
 A log statement's message has static parts (its format's literals) and dynamic parts (the values
 it printed). Where every passing run printed one and the same value at a statement and the

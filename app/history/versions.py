@@ -1,6 +1,6 @@
 """Script versions: content addresses, line maps between versions, and the hunks that changed.
 
-Runs of older versions count on the current one only through a line map (DESIGN 8.1): lines
+Runs of older versions count on the current one only through a line map (docs/design.md §8.1): lines
 equal after stripping map 1:1; inside a ``replace`` opcode lines pair in order when their
 Levenshtein ratio is at least 0.8 (an edited line keeps its history); the rest has no pre-image
 and is *absent* from older runs, which is not the same as "did not run".

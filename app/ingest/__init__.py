@@ -2,7 +2,8 @@
 
 ``read_results(path)`` picks the format from the file itself (or takes ``fmt``) and answers a
 ``Results`` with every test run, passing ones too. Readers never triage and never look for
-scripts; ``resolve.py`` finds the scripts and ``app.ci`` triages.
+scripts; ``resolve.py`` finds the scripts and ``app.ci`` triages. A malformed record is a
+warning and the rest are read; every value is made safe (``clean.py``) before it leaves here.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from app.ingest.base import (
     Results,
     TestRun,
 )
+from app.ingest.clean import clean_results
 
 __all__ = [
     "FAILED",
@@ -46,7 +48,7 @@ def read_results(path: Path, fmt: str = "auto") -> Results:
     if path.is_dir():
         if fmt in ("auto", "avocado") and avocado.sniff_dir(path):
             runs, warnings = avocado.read(path)
-            return Results("avocado", tuple(runs), tuple(warnings))
+            return clean_results(Results("avocado", tuple(runs), tuple(warnings)))
         raise IngestError(
             f"{path}: a folder without results.json (give a results file or an avocado job folder)"
         )
@@ -60,28 +62,36 @@ def read_results(path: Path, fmt: str = "auto") -> Results:
         raise IngestError(f"{path}: larger than {MAX_RESULTS_BYTES} bytes")
     if fmt == "avocado" or (fmt == "auto" and path.name == "results.json" and avocado.sniff_dir(path.parent)):
         runs, warnings = avocado.read(path)
-        return Results("avocado", tuple(runs), tuple(warnings))
+        return clean_results(Results("avocado", tuple(runs), tuple(warnings)))
     try:
-        data = path.read_bytes()
+        with path.open("rb") as stream:  # bounded: /dev/zero and pipes report size 0
+            data = stream.read(MAX_RESULTS_BYTES + 1)
     except OSError as exc:
         raise IngestError(f"{path}: cannot read ({exc.strerror})") from None
+    if len(data) > MAX_RESULTS_BYTES:
+        raise IngestError(f"{path}: larger than {MAX_RESULTS_BYTES} bytes")
     return parse_bytes(data, str(path), fmt)
 
 
 def parse_bytes(data: bytes, name: str, fmt: str = "auto") -> Results:
     """A results file's bytes (avocado folders need ``read_results``)."""
+    return clean_results(_parse(data, name, fmt))
+
+
+def _parse(data: bytes, name: str, fmt: str) -> Results:
     from app.ingest import joblog, junit, reportlog, subunit
 
     if fmt == "auto":
         fmt = sniff(data)
     if not data.strip():
         raise IngestError(f"{name}: empty results file")
+    warnings: list[str] = []
     if fmt == "junit":
-        return Results("junit", tuple(junit.parse(data, name)), raw=data)
+        return Results("junit", tuple(junit.parse(data, name, warnings)), tuple(warnings), raw=data)
     if fmt == "reportlog":
-        return Results("reportlog", tuple(reportlog.parse(data, name)))
+        return Results("reportlog", tuple(reportlog.parse(data, name, warnings)), tuple(warnings))
     if fmt == "subunit":
-        return Results("subunit", tuple(subunit.parse(data, name)))
+        return Results("subunit", tuple(subunit.parse(data, name, warnings)), tuple(warnings))
     if fmt == "avocado":
         raise IngestError(f"{name}: avocado results are a job folder (results.json + test-results/)")
     text, warnings = decode_log(data)
@@ -110,20 +120,42 @@ def sniff(data: bytes) -> str:
 
 
 def read_folder(folder: Path, fmt: str, name: str) -> list[Results]:
-    """Every results file in an unpacked archive: avocado job folders, then files by name."""
-    jobs = sorted({p.parent for p in folder.rglob("results.json")})
-    found = [read_results(job, "avocado") for job in jobs]
+    """Every results file in an unpacked archive: avocado job folders, then files by name.
+
+    Messages name files as ``archive/member``: the folder is a temporary one, not the user's.
+    """
+    jobs = sorted({p.parent for p in folder.rglob("results.json") if p.is_file()})
+    found: list[Results] = []
+    for job in jobs:
+        try:
+            found.append(_relabel(read_results(job, "avocado"), folder, name))
+        except IngestError as exc:
+            raise IngestError(_inside_archive(str(exc), folder, name)) from None
     for pattern in RESULT_NAMES:
         for path in sorted(folder.rglob(pattern)):
-            if any(path.is_relative_to(job) for job in jobs):
+            if any(path.is_relative_to(job) for job in jobs) or not path.is_file():
                 continue
             try:
-                found.append(read_results(path, fmt))
+                found.append(_relabel(read_results(path, fmt), folder, name))
             except IngestError:
                 continue  # an archive holds other files too; only results files count
     if not found:
         raise IngestError(f"{name}: no results file inside the archive")
     return found
+
+
+def _inside_archive(text: str, folder: Path, name: str) -> str:
+    return text.replace(f"{folder}/", f"{name}/").replace(str(folder), name)
+
+
+def _relabel(results: Results, folder: Path, name: str) -> Results:
+    from dataclasses import replace
+
+    def fix(texts: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(_inside_archive(t, folder, name) for t in texts)
+
+    runs = tuple(replace(run, warnings=fix(run.warnings)) if run.warnings else run for run in results.runs)
+    return replace(results, runs=runs, warnings=fix(results.warnings))
 
 
 def merge(parts: list[Results]) -> Results:

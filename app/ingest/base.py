@@ -6,17 +6,16 @@ database. A bad file is an ``IngestError`` whose message says what is wrong, nev
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
+
+from app.ingest.testkey import TestKey, parse_test_id
 
 VERDICTS: tuple[str, ...] = ("pass", "fail", "error", "skip")
 FAILED: frozenset[str] = frozenset({"fail", "error"})
 
 MAX_RESULTS_BYTES = 200_000_000  # one results file or job log
 MAX_TESTS = 100_000  # test runs in one results file
-
-_PARAM = re.compile(r"\[[^\]]*\]$")  # pytest [param], tempest [tags]
 
 
 class IngestError(Exception):
@@ -44,10 +43,18 @@ class TestRun:
         return self.verdict in FAILED
 
     @property
+    def key(self) -> TestKey:
+        """The test's key, as the CI history records it (``app.ingest.testkey``)."""
+        return parse_test_id(self.test_id, self.suite)[0]
+
+    @property
     def base_id(self) -> str:
-        """The id without parameters or tags: the part that stays the same across runs of a test."""
-        base = self.test_id.split(";", 1)[0]
-        return _PARAM.sub("", base)
+        """The id without parameters or variant, in the key's canonical form: the part that stays
+        the same across runs of a test, whichever tool reported it."""
+        try:
+            return self.key.key
+        except ValueError:  # no id, or one past the history's limit (``clean`` cuts those): as it is
+            return self.test_id.strip()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -79,12 +86,13 @@ class Results:
 
 
 def split_params(test_id: str) -> tuple[str, str | None]:
-    """``test_x[a-1]`` -> params ``a-1``; avocado ``Class.test;variant`` -> ``variant``."""
-    if ";" in test_id:
-        _, variant = test_id.split(";", 1)
-        return test_id, variant or None
-    found = _PARAM.search(test_id)
-    return test_id, (found.group(0)[1:-1] if found else None)
+    """``test_x[a-1]`` -> params ``a-1``; avocado ``Class.test;variant`` -> ``variant`` (the id is
+    kept whole: it is the run's name as the tool printed it)."""
+    try:
+        params = parse_test_id(test_id)[1]
+    except ValueError:  # empty or too long: no parameters to tell
+        params = ""
+    return test_id, params or None
 
 
 def first_line(text: str, limit: int = 500) -> str:

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 
 from app.analysis.logparse import parse_log
 from app.ingest.base import MAX_TESTS, TestRun, first_line, split_params
+from app.ingest.clean import duration as clean_duration
 
 FORMAT = "joblog"
 
@@ -124,7 +125,7 @@ def _stestr(lines: list[str]) -> list[TestRun]:
         body = _stestr_details(body)
         status = m.group("status")
         verdict = {"ok": "pass", "SKIPPED": "skip", "ERROR": "error"}.get(status, "fail")
-        duration = float(m.group("time")) if m.group("time") else None
+        duration, _ = clean_duration(m.group("time"))  # "1.2.3s" or 400 digits: no duration, not a crash
         runs.append(_run(m.group("id"), verdict, "\n".join([lines[i], *body]), "subunit", duration))
     return runs
 

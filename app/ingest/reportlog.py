@@ -3,7 +3,8 @@
 A test's verdict joins its setup, call and teardown reports the way pytest's terminal does: a
 failed call is a failure, a failed setup or teardown an error. The failure text is rebuilt from
 the serialized ``longrepr`` in pytest's long format (``file:line: Exception``), which the log
-parser already reads.
+parser already reads. A line that is not a record, or a record with odd types, is a warning
+naming its line; the other lines are still read.
 """
 
 from __future__ import annotations
@@ -12,13 +13,15 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.ingest.base import MAX_TESTS, IngestError, TestRun, split_params
+from app.ingest.base import MAX_TESTS, IngestError, TestRun, first_line, split_params
+from app.ingest.clean import duration, json_int, shown, unreadable
 
 FORMAT = "reportlog"
 
 
 def sniff(head: bytes) -> bool:
-    return head.lstrip().startswith(b"{") and b'"$report_type"' in head
+    # a JSON object first ('{"'), not a stestr console's "{0} test ... ok" that prints a report log
+    return head.lstrip().startswith(b'{"') and b'"$report_type"' in head
 
 
 @dataclass
@@ -30,51 +33,70 @@ class _Test:
     duration: float = 0.0
     reports: list[str] = field(default_factory=list)
     sections: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
 
-def parse(data: bytes, name: str = "report.jsonl") -> list[TestRun]:
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise IngestError(f"{name}: not UTF-8 (byte {exc.start})") from None
+def parse(data: bytes, name: str = "report.jsonl", warnings: list[str] | None = None) -> list[TestRun]:
+    """Every test of the log; a line that is not a readable record is a warning naming it."""
+    warnings = warnings if warnings is not None else []
+    text = data.decode("utf-8", "replace")
+    bad = text.count("\ufffd") - data.count(b"\xef\xbf\xbd")
+    if bad > 0:
+        warnings.append(f"{name}: not valid UTF-8: {bad} undecodable byte sequence(s) replaced")
     tests: dict[str, _Test] = {}
     seen_report = False
+    problems: list[str] = []
     lines = text.splitlines()
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
-        except ValueError as exc:
+            record = json.loads(line, parse_int=json_int)
+        except (ValueError, RecursionError) as exc:  # RecursionError: arrays nested thousands deep
+            reason = str(exc)[:120] if isinstance(exc, ValueError) else "nested too deeply"
             if n == len(lines):  # a job killed mid-write leaves half a last line
-                break
-            raise IngestError(f"{name}: line {n} is not JSON ({exc})") from None
+                problems.append(f"{name}: line {n}, the last, is cut off or not JSON ({reason}); ignored")
+            else:
+                problems.append(f"{name}: line {n} is not JSON ({reason}); skipped")
+            continue
         if not isinstance(record, dict) or "$report_type" not in record:
-            raise IngestError(f"{name}: line {n} is not a pytest report-log record")
+            problems.append(f"{name}: line {n} is not a pytest report-log record; skipped")
+            continue
         seen_report = True
         if record["$report_type"] != "TestReport":
             continue
-        nodeid = str(record.get("nodeid", ""))
+        nodeid = record.get("nodeid")
+        if not isinstance(nodeid, str):
+            problems.append(f"{name}: line {n}: nodeid {shown(nodeid)} is not a string; skipped")
+            continue
         test = tests.get(nodeid)
         if test is None:
             if len(tests) >= MAX_TESTS:
                 raise IngestError(f"{name}: more than {MAX_TESTS} tests")
             test = tests[nodeid] = _Test(nodeid)
-        _add(test, record)
+        try:
+            _add(test, record, f"line {n}")
+        except Exception as exc:  # one odd record must not lose the others: say which and go on
+            problems.append(unreadable(f"{name}: line {n}", nodeid, exc))
     if not seen_report:
-        raise IngestError(f"{name}: no pytest report-log records")
+        detail = f" ({problems[0].removeprefix(f'{name}: ')})" if problems else ""
+        raise IngestError(f"{name}: no pytest report-log records{detail}")
+    warnings.extend(problems)
     return [_run(t) for t in tests.values()]
 
 
-def _add(test: _Test, record: dict[str, Any]) -> None:
+def _add(test: _Test, record: dict[str, Any], where: str) -> None:
     when = record.get("when")
     outcome = record.get("outcome")
     location = record.get("location")
     if isinstance(location, list) and location and isinstance(location[0], str):
         test.path = location[0]
-    if isinstance(record.get("duration"), int | float):
-        test.duration += float(record["duration"])
-    for section in record.get("sections") or []:
+    seconds, problem = duration(record.get("duration"))
+    if problem:
+        test.warnings.append(f"{test.nodeid[:120]}: {where}: {problem}; left out")
+    test.duration += seconds or 0.0
+    sections = record.get("sections")
+    for section in sections if isinstance(sections, list) else ():
         if isinstance(section, list) and len(section) == 2 and str(section[1]).strip():
             test.sections.append(f"{'-' * 20} {section[0]} {'-' * 20}\n{str(section[1]).rstrip()}")
     if outcome == "failed":
@@ -86,10 +108,13 @@ def _add(test: _Test, record: dict[str, Any]) -> None:
         test.error = test.error or _crash_message(longrepr)
     elif outcome == "skipped" and test.verdict == "pass":
         test.verdict = "skip"
+    elif outcome not in ("passed", "failed", "skipped"):
+        what = f"outcome {shown(outcome)} is not passed, failed or skipped"
+        test.warnings.append(f"{test.nodeid[:120]}: {where}: {what}; ignored")
 
 
 def longrepr_text(longrepr: Any) -> str:
-    """pytest's long report text from its JSON form (``TestReport._to_json``)."""
+    """pytest's long report text from its JSON form (``TestReport._to_json``); odd shapes are skipped."""
     if longrepr is None:
         return ""
     if isinstance(longrepr, str):
@@ -100,13 +125,16 @@ def longrepr_text(longrepr: Any) -> str:
         return str(longrepr)
     chain = longrepr.get("chain") or [[longrepr.get("reprtraceback"), longrepr.get("reprcrash"), None]]
     out: list[str] = []
-    for element in chain:
+    for element in chain if isinstance(chain, list) else ():
         if not isinstance(element, list) or len(element) != 3:
             continue
         traceback, _crash, description = element
-        for entry in (traceback or {}).get("reprentries") or []:
-            data = entry.get("data") or {}
-            lines = data.get("lines") or []
+        entries = traceback.get("reprentries") if isinstance(traceback, dict) else None
+        for entry in entries if isinstance(entries, list) else ():
+            data = entry.get("data") if isinstance(entry, dict) else None
+            if not isinstance(data, dict):
+                continue
+            lines = data.get("lines")
             if isinstance(lines, list):
                 out.extend(str(x) for x in lines)
             loc = data.get("reprfileloc")
@@ -123,7 +151,7 @@ def _crash_message(longrepr: Any) -> str:
     if isinstance(longrepr, dict):
         crash = longrepr.get("reprcrash")
         if isinstance(crash, dict) and crash.get("message"):
-            return str(crash["message"]).splitlines()[0]
+            return first_line(str(crash["message"]))
     if isinstance(longrepr, str):
         for line in reversed(longrepr.splitlines()):
             if line.startswith("E "):
@@ -146,4 +174,5 @@ def _run(test: _Test) -> TestRun:
         script_paths=tuple(dict.fromkeys(paths)),
         suite="pytest",
         params=params,
+        warnings=tuple(test.warnings),
     )

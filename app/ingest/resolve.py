@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -47,6 +48,8 @@ _IMPORT_LINE = re.compile(
     r"^\s*(?:from\s+(?P<from>[\w.]+)\s+import\s+(?P<names>[\w, ()]+)|import\s+(?P<mods>[\w., ]+))"
 )
 _FOREIGN = re.compile(r"(?:^|/)(?:site-packages|dist-packages|lib/python\d[\d.]*)/")
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)  # absent on Windows
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO swapped in after the check must not block the open
 
 
 @dataclass
@@ -69,8 +72,9 @@ class Checkout:
                     continue
                 count += 1
                 if count > MAX_INDEXED_FILES:
-                    checkout.warnings.append(
-                        f"{root}: more than {MAX_INDEXED_FILES} Python files; the rest were not indexed"
+                    checkout.warnings.append(  # not the root's path: a service's is a temporary folder
+                        f"the checkout has more than {MAX_INDEXED_FILES} Python files; "
+                        "the rest were not indexed"
                     )
                     return checkout
                 checkout.by_name.setdefault(name, []).append((*rel, name))
@@ -118,16 +122,44 @@ class Checkout:
         return chosen, warnings
 
     def read(self, rel: str) -> str | None:
-        path = self.root / rel
+        """The text of ``rel``, or None when it cannot or must not be read (``read_checked`` says why)."""
+        return self.read_checked(rel)[0]
+
+    def read_checked(self, rel: str) -> tuple[str | None, str | None]:
+        """(text, None), or (None, why not). Only regular files inside the root are read.
+
+        The checkout is input: a ``*.py`` link to ``/proc/self/environ`` would put the job's
+        environment into the outputs and the database, and a FIFO would block the reader
+        forever. Links are followed only while they stay under the root, and the file type is
+        checked before the file is opened and again on the open file.
+        """
         try:
-            if path.stat().st_size > MAX_SCRIPT_BYTES:
-                return None
-            data = path.read_bytes()
-        except OSError:
-            return None
+            resolved = (self.root / rel).resolve(strict=True)
+        except (OSError, RuntimeError, ValueError):  # missing, a link loop (RuntimeError before 3.13), NUL
+            return None, "unreadable; left out"
+        if not resolved.is_relative_to(self.root):
+            return None, "a link to a file outside the checkout; refused"
+        try:
+            if not stat.S_ISREG(os.stat(resolved).st_mode):  # before open: opening a device can act
+                return None, "not a regular file (a device, FIFO or socket); refused"
+            fd = os.open(resolved, os.O_RDONLY | _NOFOLLOW | _NONBLOCK)
+        except OSError as exc:
+            return None, f"unreadable ({exc.strerror or 'error'}); left out"
+        with os.fdopen(fd, "rb") as stream:
+            info = os.fstat(stream.fileno())
+            if not stat.S_ISREG(info.st_mode):  # swapped since the check above
+                return None, "not a regular file (a device, FIFO or socket); refused"
+            if info.st_size > MAX_SCRIPT_BYTES:
+                return None, f"larger than {MAX_SCRIPT_BYTES} bytes; left out"
+            try:
+                data = stream.read(MAX_SCRIPT_BYTES + 1)
+            except OSError as exc:
+                return None, f"unreadable ({exc.strerror or 'error'}); left out"
+        if len(data) > MAX_SCRIPT_BYTES:
+            return None, f"larger than {MAX_SCRIPT_BYTES} bytes; left out"
         if data.startswith(b"\xef\xbb\xbf"):
             data = data[3:]
-        return data.decode("utf-8", "replace").replace("\x00", "")
+        return data.decode("utf-8", "replace").replace("\x00", ""), None
 
 
 def _components(path: str) -> list[str]:
@@ -157,11 +189,7 @@ def find_scripts(run: TestRun, checkout: Checkout, *, max_files: int = 20) -> tu
     def take(printed: str, *, guess: bool) -> None:
         if _FOREIGN.search(printed.replace("\\", "/")):
             return
-        if (
-            Path(printed).is_absolute()
-            and Path(printed).exists()
-            and not _inside(Path(printed), checkout.root)
-        ):
+        if _local_outside(printed, checkout.root):
             return  # a real file of this machine outside the checkout: the standard library, a venv
         rel, w = checkout.match(printed, guess=guess)
         if rel is not None and rel not in chosen:
@@ -189,9 +217,9 @@ def find_scripts(run: TestRun, checkout: Checkout, *, max_files: int = 20) -> tu
         chosen = chosen[:max_files]
     scripts = []
     for rel in chosen:
-        content = checkout.read(rel)
+        content, why = checkout.read_checked(rel)
         if content is None:
-            warnings.append(f"{rel}: unreadable or too large; left out")
+            warnings.append(f"{rel}: {why}")
             continue
         scripts.append(Script(rel, content))
     return scripts, list(dict.fromkeys(warnings))
@@ -324,7 +352,19 @@ def _usefixtures(marks: list[ast.expr]) -> list[str]:
 def _inside(path: Path, root: Path) -> bool:
     try:
         return path.resolve().is_relative_to(root)
-    except OSError:
+    except (OSError, RuntimeError, ValueError):
+        return False
+
+
+def _local_outside(printed: str, root: Path) -> bool:
+    """An absolute path that names an existing file of this machine outside the checkout.
+
+    Results are hostile input: a NUL or a 5,000-character path must not raise here.
+    """
+    try:
+        path = Path(printed)
+        return path.is_absolute() and path.exists() and not _inside(path, root)
+    except (OSError, ValueError):
         return False
 
 

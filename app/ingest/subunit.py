@@ -1,7 +1,8 @@
 """subunit v2 streams, as stestr and tempest write them (``.stestr/N``, ``stestr last --subunit``).
 
 Decoded with python-subunit into testtools' per-test dicts; a test's attachments (traceback,
-stdout, stderr, pythonlogging) become its log, captured output first.
+stdout, stderr, pythonlogging) become its log, captured output first. A damaged packet is a
+warning (python-subunit reports it as the pseudo test ``subunit.parser``); the others are read.
 """
 
 from __future__ import annotations
@@ -13,10 +14,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from testtools import StreamToDict
 
-from app.ingest.base import MAX_TESTS, IngestError, TestRun, split_params
+from app.ingest.base import MAX_TESTS, IngestError, TestRun, first_line, split_params
+from app.ingest.clean import shown, unreadable
 
 FORMAT = "subunit"
 SIGNATURE = 0xB3  # first byte of every subunit v2 packet
+PARSER_ID = "subunit.parser"  # python-subunit's pseudo test for a packet it cannot decode
 _STATUS = {"success": "pass", "fail": "fail", "skip": "skip", "xfail": "pass", "uxsuccess": "fail"}
 _ORDER = ("pythonlogging", "stdout", "stderr", "traceback")
 _EXCEPTION = re.compile(r"^(?:[A-Za-z_][\w.]*)(?:Error|Exception|Failure|Exit|Interrupt)\b.*$")
@@ -26,7 +29,7 @@ def sniff(head: bytes) -> bool:
     return bool(head) and head[0] == SIGNATURE
 
 
-def parse(data: bytes, name: str = "stream.subunit") -> list[TestRun]:
+def parse(data: bytes, name: str = "stream.subunit", warnings: list[str] | None = None) -> list[TestRun]:
     # python-subunit and testtools (asyncio, unittest.mock) cost ~100 ms to import: only when decoding
     from subunit import ByteStreamToStreamResult
     from testtools import StreamToDict
@@ -44,12 +47,52 @@ def parse(data: bytes, name: str = "stream.subunit") -> list[TestRun]:
         raise IngestError(f"{name}: not a readable subunit v2 stream ({type(exc).__name__}: {exc})") from None
     finally:
         result.stopTestRun()
-    runs = [_run(t) for t in tests if t.get("id") and t.get("status") not in (None, "exists", "inprogress")]
+    problems: list[str] = []
+    runs: list[TestRun] = []
+    for n, test in enumerate(tests, 1):
+        if not test.get("id") or test.get("status") in (None, "exists", "inprogress"):
+            continue
+        if test["id"] == PARSER_ID:  # the decoder reports a damaged packet as this pseudo test
+            problems.append(f"{name}: damaged packet(s) skipped ({_parser_error(test)})")
+            continue
+        try:
+            runs.append(_run(test))
+        except Exception as exc:  # one odd test must not lose the others: say which and go on
+            problems.append(unreadable(f"{name}: test #{n}", test.get("id"), exc))
     if not runs and data and not sniff(data[:1]):
         raise IngestError(f"{name}: not a subunit v2 stream")
+    if not runs and problems:
+        reason = problems[0].removeprefix(f"{name}: ")
+        raise IngestError(f"{name}: not a readable subunit v2 stream ({reason})")
+    if warnings is not None:
+        warnings.extend(problems)
     if len(runs) > MAX_TESTS:
         raise IngestError(f"{name}: more than {MAX_TESTS} tests")
     return runs
+
+
+def _attachment_text(content: Any) -> str | None:
+    """A text attachment's text (bad bytes replaced, not lost), None for a binary one."""
+    try:
+        return content.as_text()
+    except Exception:  # not UTF-8 as it claims, or not text at all
+        pass
+    try:
+        if content.content_type.type != "text":
+            return None
+        return b"".join(content.iter_bytes()).decode("utf-8", "replace")
+    except Exception:
+        return None
+
+
+def _parser_error(test: dict[str, Any]) -> str:
+    """The decoder's reason ("Parser Error" attachment), short and safe to show."""
+    detail = (test.get("details") or {}).get("Parser Error")
+    try:
+        text = detail.as_text() if detail is not None else ""
+    except Exception:  # an attachment that is not text
+        text = ""
+    return shown(first_line(text, 200) or "unknown")[1:-1]
 
 
 class _Events:
@@ -71,9 +114,8 @@ def _run(test: dict[str, Any]) -> TestRun:
     parts: list[str] = []
     traceback = ""
     for key in sorted(details, key=lambda k: (_ORDER.index(k) if k in _ORDER else len(_ORDER), k)):
-        try:
-            text = details[key].as_text()
-        except Exception:  # a binary attachment
+        text = _attachment_text(details[key])
+        if text is None:  # a binary attachment
             continue
         if not text.strip():
             continue
@@ -88,7 +130,10 @@ def _run(test: dict[str, Any]) -> TestRun:
     timestamps = test.get("timestamps") or (None, None)
     duration = None
     if timestamps[0] is not None and timestamps[1] is not None:
-        duration = (timestamps[1] - timestamps[0]).total_seconds()
+        try:
+            duration = (timestamps[1] - timestamps[0]).total_seconds()  # clean.py drops a negative one
+        except (TypeError, OverflowError):  # one timestamp with a zone, one without
+            duration = None
     _, params = split_params(test_id)
     return TestRun(
         test_id=test_id,

@@ -72,8 +72,8 @@ class ModelError(Exception):
 class CircuitBreaker:
     """Stops calling a server that keeps failing, for a cool-down, then lets one trial call through.
 
-    Why: without it every triage waits out the full deadline against a dead server (12 concurrent
-    requests each waited ~30 s); with it they fall back to the heuristic at once, and say why.
+    Why: without it every triage waits out the full deadline against a dead server, each of the
+    concurrent requests in turn; with it they fall back to the heuristic at once, and say why.
     """
 
     def __init__(self, failures: int = BREAKER_FAILURES, cooldown_s: float = BREAKER_COOLDOWN_S) -> None:

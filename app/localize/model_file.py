@@ -32,7 +32,7 @@ MODEL_LEVELS: tuple[str, ...] = ("function", "block", "line")
 SHIPPED = "ranker_model.json"  # in this package
 HANDSET_LABEL = "hand-set weights"
 
-# The hand-set weights (tuned on the 20 real cases of tests/data/benchmark/real): the ``handset``
+# The hand-set weights (tuned on the real cases of tests/data/benchmark/real): the ``handset``
 # ranker, and the starting point a learned model is compared with.
 WEIGHTS: dict[Channel, float] = {
     Channel.TRACEBACK: 4.0,

@@ -92,7 +92,7 @@ def _loose_match(answer_id: str, rendered: RenderedCode) -> Element | None:
 
 def closest_line(answer: RawAnswer, rendered: RenderedCode) -> Element | None:
     """The kept line minimizing the documented content-and-position cost, if similar enough."""
-    import Levenshtein  # only model answers need repair; the import costs a CLI triage ~10 ms
+    import Levenshtein  # only model answers need repair; a heuristic triage skips the import
 
     wanted = normalize_code(answer.content or "")
     try:

@@ -1,4 +1,4 @@
-"""What a triage answers: the one result model (DESIGN section 3) that CLI JSON, HTTP and storage share.
+"""What a triage answers: the one result model (docs/design.md §3) that CLI JSON, HTTP and storage share.
 
 ``to_dict`` writes the contract's JSON and ``from_dict`` reads it back (a stored result, an API
 answer); nothing else spells the shape out. The options record lives in app/options.py and is
@@ -7,6 +7,7 @@ re-exported here for older imports.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,7 +16,28 @@ from app.localize.evidence import Evidence
 from app.localize.repair import PostprocessCounts
 from app.options import RANKERS, TriageOptions
 
-__all__ = ["RANKERS", "RankedItem", "TriageOptions", "TriageResult"]
+__all__ = ["HISTORY_CHANNELS", "RANKERS", "RankedItem", "TriageOptions", "TriageResult", "history_terms"]
+
+# the evidence channels the history ranker adds (app/history/rank.py names them)
+HISTORY_CHANNELS: tuple[str, ...] = ("spectrum", "cp", "diff", "history_value")
+
+
+def history_terms(item: Mapping[str, Any]) -> dict[str, Any]:
+    """A ranked element's posterior and each history channel's log-likelihood term.
+
+    The history ranker scores an element by its fused logit and records every positive channel
+    term as evidence, so both come from the stored result alone (older results included).
+    """
+    channels: dict[str, float] = {}
+    for ev in item.get("evidence") or ():
+        channel, weight = ev.get("channel"), ev.get("weight")
+        if channel in HISTORY_CHANNELS and isinstance(weight, int | float) and weight > 0:
+            channels[channel] = round(channels.get(channel, 0.0) + float(weight), 4)
+    score = item.get("score")
+    posterior = None
+    if isinstance(score, int | float) and channels:
+        posterior = round(1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, float(score))))), 4)
+    return {"posterior": posterior, "channels": channels}
 
 
 @dataclass(frozen=True)
@@ -90,9 +112,12 @@ class TriageResult:
     evidence_found: bool = True  # False: nothing in the failure pointed anywhere; the ranking is a guess
     options: TriageOptions | None = None  # the resolved options the triage ran with, stored whole
     ranker_model: str | None = None  # the built-in ranker's model file, where it ranked or filled in
+    # what the test's CI history said (runs read and used, classification, first bad version),
+    # when the triage named a test; None otherwise (and then the key is left out)
+    history: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "id": self.id,
             "status": self.status,
             "error_message": self.error_message,
@@ -121,6 +146,11 @@ class TriageResult:
             "options": None if self.options is None else self.options.to_dict(),
             "ranker_model": self.ranker_model,
         }
+        if self.history is not None:
+            out["history"] = dict(self.history)
+            for item in out["ranking"]:
+                item["history"] = history_terms(item)
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TriageResult:
@@ -156,4 +186,5 @@ class TriageResult:
             options=None if options is None else TriageOptions.from_dict(options),
             evidence_found=bool(data.get("evidence_found", True)),
             ranker_model=data.get("ranker_model"),
+            history=data.get("history"),
         )

@@ -20,19 +20,31 @@ from app.analysis.logparse import match_script_path, parse_log
 from app.analysis.model import Frame
 
 # Markers, each searched on one line (no pattern can backtrack across lines).
-_TB_HEADER = re.compile(r"Traceback \(most recent call last\)")
-_FRAME = re.compile(r'File "([^"\n]+)", line (\d+)|File (/[^",\s]+\.py), line (\d+)')
-_PYTEST_E = re.compile(r"^\W{0,3}E {2,}\S|^\W{0,3}E\s+\w*(Error|Exception|assert)\b")
-_PYTEST_LOC = re.compile(r"(?:^|[\s(])([\w./-]+\.py):(\d+):")
 _EXCEPTION = re.compile(
     r"^(?:[\s>|]*E?\s*|.*?(?:\d\d:\d\d\S*|ERROR|CRITICAL|FAILED|FAIL)\W{0,3}?[\s|:>\]-]+\s*)"
     r"((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Failure|Exit|Timeout|Fail|Failed))(?::\s|:$|$)"
 )
-_STATUS = re.compile(r"\b(?:FAILED|FAIL|ERROR|ERRORED)\b")
-_STATUS_CONTEXT = re.compile(r"::|\(\d+/\d+\)|\.\.\.\s*(?:FAIL|ERROR)|^\W*(?:FAIL|ERROR):\s*\w")
 _TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d)?|(?:^|[\s\[])\d\d:\d\d:\d\d(?:[.,]\d+)?\b")
-_LEVEL = re.compile(r"\b(?:CRITICAL|ERROR|WARNING|WARN|INFO|DEBUG|FATAL)\b")
-_SECTION = re.compile(r"^\W*(?:_{3,}|={3,}|-{5,})\s*\S.*?(?:_{3,}|={3,}|-{5,})\s*$|^\s*[=_-]{10,}\s*$")
+# The markers a line holds when all of their patterns are found on it.
+_FOUND_MARKERS: dict[str, tuple[re.Pattern[str], ...]] = {
+    "traceback": (re.compile(r"Traceback \(most recent call last\)"),),
+    "frame": (re.compile(r'File "([^"\n]+)", line (\d+)|File (/[^",\s]+\.py), line (\d+)'),),
+    "pytest_e": (re.compile(r"^\W{0,3}E {2,}\S|^\W{0,3}E\s+\w*(Error|Exception|assert)\b"),),
+    "pytest_loc": (re.compile(r"(?:^|[\s(])([\w./-]+\.py):(\d+):"),),
+    "exception": (_EXCEPTION,),
+    # a status word, where a runner put it (``::``, ``(3/10)``, ``... FAIL``, ``FAIL: test_x``)
+    "status": (
+        re.compile(r"\b(?:FAILED|FAIL|ERROR|ERRORED)\b"),
+        re.compile(r"::|\(\d+/\d+\)|\.\.\.\s*(?:FAIL|ERROR)|^\W*(?:FAIL|ERROR):\s*\w"),
+    ),
+    "section": (
+        re.compile(r"^\W*(?:_{3,}|={3,}|-{5,})\s*\S.*?(?:_{3,}|={3,}|-{5,})\s*$|^\s*[=_-]{10,}\s*$"),
+    ),
+    "timestamp": (_TIMESTAMP,),
+    "timestamped_error": (_TIMESTAMP, re.compile(r"\b(?:CRITICAL|ERROR|FATAL)\b")),
+    # a level word before a separator (``ERROR:``, ``[INFO]``, ``WARNING -``); see _line_kinds
+    "level": (re.compile(r"\b(?:CRITICAL|ERROR|WARNING|INFO|DEBUG)\b\s*[:|\]-]"),),
+}
 _FENCE = re.compile(r"^\s*(?:```|~~~)")
 _TRAILER = re.compile(
     r"^(?:Signed-off-by|Co-authored-by|Co-Authored-By|Change-Id|Reviewed-by|Reviewed-on|Acked-by|Tested-by"
@@ -84,28 +96,9 @@ def _line_kinds(line: str) -> set[str]:
         return {"lint"}
     if _WARNING.search(line) and not re.search(r"Error|Exception|Traceback|File \"", line):
         return {"warning"}
-    kinds: set[str] = set()
-    if _TB_HEADER.search(line):
-        kinds.add("traceback")
-    if _FRAME.search(line):
-        kinds.add("frame")
-    if _PYTEST_E.search(line):
-        kinds.add("pytest_e")
-    if _PYTEST_LOC.search(line):
-        kinds.add("pytest_loc")
-    if _EXCEPTION.search(line):
-        kinds.add("exception")
-    if _STATUS.search(line) and _STATUS_CONTEXT.search(line):
-        kinds.add("status")
-    stamped = bool(_TIMESTAMP.search(line))
-    if stamped:
-        kinds.add("timestamp")
-        if re.search(r"\b(?:CRITICAL|ERROR|FATAL)\b", line):
-            kinds.add("timestamped_error")
-    elif _LEVEL.search(line) and re.search(r"\b(?:CRITICAL|ERROR|WARNING|INFO|DEBUG)\b\s*[:|\]-]", line):
-        kinds.add("level")
-    if _SECTION.search(line):
-        kinds.add("section")
+    kinds = {kind for kind, patterns in _FOUND_MARKERS.items() if all(p.search(line) for p in patterns)}
+    if "timestamp" in kinds:  # a timestamped line is a log line already; its level word adds nothing
+        kinds.discard("level")
     return kinds
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
-from app.analysis.model import Analysis
+from app.analysis.model import Analysis, Script
 from app.analysis.render import Element, RenderedCode
 from app.localize.evidence import Evidence
 from app.localize.repair import PostprocessCounts
@@ -44,6 +44,8 @@ class RankRequest:
     heuristic: tuple[RenderedCode, tuple[Pick, ...]] | None = field(default=None, compare=False, repr=False)
     # earlier runs of the failing test and its siblings (oldest first), for the history ranker
     history: tuple[HistoryRun, ...] = field(default=(), compare=False, repr=False)
+    test: str | None = None  # the failing test's key in the CI history, when the caller named one
+    scripts: tuple[Script, ...] = field(default=(), compare=False, repr=False)  # the version triaged
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,7 @@ class RankAnswer:
     warnings: tuple[str, ...] = ()
     fallback: str | None = None  # why the asked-for ranker did not answer (fully)
     ranker_model: str | None = None  # the built-in ranker's model file that scored the picks
+    history_used: tuple[HistoryRun, ...] = ()  # the recorded runs fused into the picks, oldest first
 
 
 class Ranker(Protocol):

@@ -1,4 +1,4 @@
-"""The history-aware ranker (DESIGN 8.2e v1): the heuristic ranking fused with CI history.
+"""The history-aware ranker: the heuristic ranking fused with the test's CI history.
 
 It reads the runs the edge attached to the request (``RankRequest.history``) and the
 calibration shipped beside the history core (``app/history/calibration.json``, rebuilt by
@@ -61,4 +61,4 @@ class HistoryRanker:
             reason = f"posterior {fused.posterior:.2f} ({terms})"
             evidence = (*ranking.evidence.get(eid, ()), *(base.evidence if base else ()))
             picks.append(Pick(elements_by_id[eid], round(fused.logit, 4), reason, evidence))
-        return RankAnswer(self.name, tuple(picks))
+        return RankAnswer(self.name, tuple(picks), history_used=ranking.runs)

@@ -1,4 +1,4 @@
-"""The model ranker (DESIGN section 6): the paper's prompt to an OpenAI-compatible server.
+"""The model ranker (docs/design.md §6): the paper's prompt to an OpenAI-compatible server.
 
 A server that is down, refuses, or answers fewer valid items than asked never fails the
 triage: the answer says why, and triage fills in from the heuristic ranker.

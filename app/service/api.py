@@ -31,14 +31,21 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.localize.llm import ModelClient
 from app.service.deps import Runtime, require_api_key
+from app.service.history_store import HistoryStore
 from app.service.jobs import SyncLeases, Worker
 from app.service.logs import request_id_var
 from app.service.metrics import Metrics
 from app.service.pool import AnalysisPool, PoolLimits, default_size
 from app.service.routes import batches, health, history, ingest, triage
-from app.service.runner import Runner
+from app.service.runner import HistoryReader, Runner
 from app.service.schemas import BatchRequest
-from app.service.security import BrowserSafetyMiddleware, csrf_field, csrf_token, require_csrf
+from app.service.security import (
+    BrowserSafetyMiddleware,
+    HostCheckMiddleware,
+    csrf_field,
+    csrf_token,
+    require_csrf,
+)
 from app.service.store import Store, make_engine, migrate
 from app.service.writer import TriageWriter
 from app.settings import Settings, get_settings
@@ -55,6 +62,12 @@ def max_body_bytes(settings: Settings) -> int:
     return 2 * (settings.max_log_bytes + settings.max_files_per_case * settings.max_script_bytes) + 1_000_000
 
 
+def _history_reader(store: Store) -> HistoryReader:
+    """The runner's way to the CI history: a test's newest recorded runs, oldest first."""
+    history = HistoryStore(store)
+    return lambda test, window: history.history_runs(test, limit=window)
+
+
 def create_app(settings: Settings | None = None, *, worker_id: str | None = None) -> FastAPI:
     """Build an app. Migrations, the model client and the batch worker start with its lifespan."""
     settings = settings or get_settings()
@@ -64,7 +77,7 @@ def create_app(settings: Settings | None = None, *, worker_id: str | None = None
         settings=settings,
         store=store,
         metrics=metrics,
-        runner=Runner(None, metrics),
+        runner=Runner(None, metrics, history=_history_reader(store)),
         worker_id=worker_id or f"{socket.gethostname()}:api",
         writer=TriageWriter(store),
     )
@@ -75,6 +88,8 @@ def create_app(settings: Settings | None = None, *, worker_id: str | None = None
         lifespan=_lifespan,
     )
     app.state.runtime = runtime
+    if not settings.service_keys():  # without keys only known Host names (DNS rebinding); logged, counted
+        app.add_middleware(HostCheckMiddleware, allowed=settings.extra_hosts())
     app.add_middleware(RequestContextMiddleware, metrics=metrics, max_body=max_body_bytes(settings))
     app.add_middleware(BrowserSafetyMiddleware)  # outermost: its headers go on every response
     app.add_exception_handler(RequestValidationError, _validation_error)

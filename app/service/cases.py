@@ -18,9 +18,10 @@ from app.analysis.limits import InputTooCostly, check_text
 from app.analysis.logstatements import compile_patterns
 from app.analysis.model import Script
 from app.options import TriageOptions, resolve_options
-from app.service.schemas import BatchRequest, TriageRequest
+from app.service.schemas import OPTION_FIELDS, BatchRequest, HistoryWindow, TriageRequest
 from app.service.store import Submission
 from app.settings import Settings
+from app.triage import check_options
 
 _REQUEST = TypeAdapter(TriageRequest)
 
@@ -66,15 +67,17 @@ def to_case(request: TriageRequest, settings: Settings, *, where: str = "") -> S
     if where and (request.test is not None or request.history is not None):
         # batch items (their ``where`` names the item) run in the background worker, without history
         raise InvalidInput(f"{where}test and history apply to POST /v1/triage only, not to batches")
+    history = request.history
+    window = history if isinstance(history, HistoryWindow) else None
     try:
-        resolved = resolve_options(
-            settings,
-            level=request.level,
-            k=request.k,
-            trace=request.trace,
-            ranker=request.ranker,
-            log_functions=request.log_functions,
-            log_format=request.log_format,
+        resolved = check_options(
+            resolve_options(
+                settings,
+                **request.model_dump(include=OPTION_FIELDS),
+                history=history if isinstance(history, str) else None,
+                history_window=window.window if window is not None else None,
+                history_k=window.k if window is not None else None,
+            )
         )
         compile_patterns(resolved.log_functions)  # a bad pattern is a 422 before anything is stored
     except ValueError as exc:
@@ -83,7 +86,9 @@ def to_case(request: TriageRequest, settings: Settings, *, where: str = "") -> S
     if options["ranker"] == "llm" and not settings.model_url:
         raise InvalidInput(f"{where}ranker 'llm' needs a model server, and TCFL_MODEL_URL is not set")
     scripts = tuple(Script(path=s.path, content=s.content) for s in request.scripts)
-    return Submission(scripts=scripts, log=request.log, options=options, test_id=request.test_id)
+    return Submission(
+        scripts=scripts, log=request.log, options=options, test_id=request.test_id, test=request.test
+    )
 
 
 def triage_options(options: dict[str, Any]) -> TriageOptions:
@@ -127,7 +132,7 @@ def parse_jsonl(body: bytes, settings: Settings) -> list[TriageRequest]:
 
 
 def request_from_benchmark(case: dict[str, Any]) -> TriageRequest:
-    """A benchmark case file (DESIGN §3) as a triage request; its ``id`` becomes the test_id."""
+    """A benchmark case file (docs/design.md §3) as a triage request; its ``id`` becomes the test_id."""
     if not isinstance(case, dict):
         raise InvalidInput("a benchmark case must be a JSON object")
     missing = [key for key in ("test_files", "failure_log") if key not in case]

@@ -46,9 +46,17 @@ from app.analysis.pipeline import analyze
 from app.history.packed import pack_trace, packable, unpack_trace
 from app.history.rank import HistoryRun, Values
 from app.history.records import RunRecord, env_fingerprint
-from app.history.signatures import Run, classify, err_sig, first_bad_version, is_flaky
+from app.history.signatures import (
+    Run,
+    analysis_signature,
+    classify,
+    first_bad_version,
+    is_flaky,
+    parsed_signature,
+)
 from app.history.values import value_tuples
 from app.history.versions import content_hash, version_id
+from app.ingest.testkey import TestKey, canonical_key, parse_test_id
 from app.service.store import Base, ScriptRow, Store, _aware, _iso, _pack, _unpack, utcnow
 
 if TYPE_CHECKING:
@@ -138,11 +146,13 @@ def _facts(record: RunRecord, parses: ParseCache) -> Facts:
     """(err_sig, error message, estimated trace, printed values) from the run's log and scripts.
 
     A pass without a log (CI results files record passes so) still ran its test to the normal
-    end: its trace is the test's must-run lines, the rest doubtful (``_pass_trace``).
+    end: its trace is the test's must-run lines, the rest doubtful (``_pass_trace``). A failure's
+    err_sig is the one id of ``app.history.signatures``, or the one its record carries.
     """
-    if not record.log:
-        return None, None, _pass_trace(record, parses) if record.verdict == "pass" else None, None
     failed = record.verdict in ("fail", "error")
+    if not record.log:
+        trace = _pass_trace(record, parses) if record.verdict == "pass" else None
+        return (record.err_sig if failed else None), None, trace, None
     if record.scripts:
         try:
             analysis = analyze(list(record.scripts), record.log, parses=parses)
@@ -167,24 +177,12 @@ def _facts(record: RunRecord, parses: ParseCache) -> Facts:
             printed = _values_json(value_tuples(analysis))
             if not failed:
                 return None, None, trace, printed
-            frame = analysis.error_frames[-1] if analysis.error_frames else None
-            code = None
-            if frame is not None:
-                lines = next(f.lines for f in analysis.program.files if f.path == frame.path)
-                code = lines[frame.line - 1] if 0 < frame.line <= len(lines) else None
-            message = analysis.log.error_message
-            sig = err_sig(message, frame.function if frame else None, code)
-            return sig, message[:2000], trace, printed
+            sig = record.err_sig or analysis_signature(analysis)
+            return sig, analysis.log.error_message[:2000], trace, printed
     if not failed:
         return None, None, None, None
     parsed = parse_log(record.log)
-    frame = parsed.frames[-1] if parsed.frames else None
-    return (
-        err_sig(parsed.error_message, frame.function if frame else None, frame.code if frame else None),
-        parsed.error_message[:2000],
-        None,
-        None,
-    )
+    return record.err_sig or parsed_signature(parsed, {}), parsed.error_message[:2000], None, None
 
 
 def _values_json(values: Values) -> dict[str, Any] | None:
@@ -213,7 +211,7 @@ def _pass_trace(record: RunRecord, parses: ParseCache) -> dict[str, Any] | None:
         program = parses.get(list(record.scripts), log_patterns(())).program
     except ValueError:
         return None
-    states = passing_states(program, record.test_id) or passing_states(program, record.key.base_id)
+    states = passing_states(program, record.key.key) or passing_states(program, record.key.name)
     if not states:
         return None
     trace: dict[str, Any] = {f.path: {"E": [], "N": [], "D": []} for f in program.files}
@@ -359,7 +357,7 @@ class HistoryStore:
                 key=record.key.key,
                 suite=record.key.suite,
                 path=record.key.path,
-                base_id=record.key.base_id,
+                base_id=record.key.name,
                 created_at=utcnow(),
             )
             session.add(row)
@@ -420,10 +418,15 @@ class HistoryStore:
             if t.id in counts
         ]
 
-    def history(self, key: str, *, limit: int = 200) -> dict[str, Any] | None:
-        """A test's runs (newest first), versions, and what the history says about its last failure."""
+    def history(self, key: str | TestKey, *, limit: int = 200) -> dict[str, Any] | None:
+        """A test's runs (newest first), versions, and what the history says about its last failure.
+
+        ``key`` in any tool's form (``app.ingest.testkey``): each names the same test."""
+        found = _canonical(key)
+        if found is None:
+            return None
         with self.store._tx() as session:
-            test = session.execute(select(TestRow).where(TestRow.key == key)).scalar_one_or_none()
+            test = session.execute(select(TestRow).where(TestRow.key == found)).scalar_one_or_none()
             if test is None:
                 return None
             rows = session.execute(
@@ -599,7 +602,7 @@ class HistoryStore:
 
     def history_runs(
         self,
-        key: str,
+        key: str | TestKey,
         *,
         target_version: str | None = None,
         limit: int = 30,
@@ -610,10 +613,13 @@ class HistoryStore:
         ``target_version`` is the failure's version (default: the newest in the history); a run's
         ``versions_apart`` counts the versions seen between its own and that one. ``siblings``
         adds file scope: the newest traced run of each of up to that many other tests of the
-        same file (most recently run first), with ``same_test`` False.
+        same file (most recently run first), with ``same_test`` False. ``key`` in any tool's form.
         """
+        found = _canonical(key)
+        if found is None:
+            return []
         with self.store._tx() as session:
-            test = session.execute(select(TestRow.id, TestRow.path).where(TestRow.key == key)).one_or_none()
+            test = session.execute(select(TestRow.id, TestRow.path).where(TestRow.key == found)).one_or_none()
             if test is None:
                 return []
             own = _traced_runs(test.id).limit(limit)
@@ -674,6 +680,14 @@ class HistoryStore:
             view["log"] = _unpack(row.log_z) if row.log_z else None
             view["trace"] = unpack_trace(row.trace_z) if row.trace_z is not None else row.trace
             return view
+
+
+def _canonical(key: str | TestKey) -> str | None:
+    """The stored form of a test key given in any form; None for one no test can have (empty)."""
+    try:
+        return canonical_key(key)
+    except ValueError:
+        return None
 
 
 _VIEW_COLUMNS = (
@@ -821,15 +835,16 @@ def records_from_ci(
     was triaged with; given the ``checkout``, a pass gets its
     scripts by the same resolution, so it is stored with a version and counts by its must-run lines
     (and, with ``resolve_failures``, so does a failure that was not triaged: the CLI reads a local
-    checkout, where that costs nothing and risks nothing).
+    checkout, where that costs nothing and risks nothing). A failure keeps the signature ``tcfl ci``
+    gave it, so its run, its triage and the report name it alike.
     """
-    from app.history.records import parse_test_id
     from app.ingest.resolve import find_scripts
 
     results = getattr(report, "results", None)
     if results is None:
         return []
     sources = {t.run.test_id: t.sources for t in report.triaged}
+    signatures = {t.run: t.signature for t in report.triaged}
     started = now or utcnow()
     out = []
     for run in results.runs:
@@ -840,7 +855,7 @@ def records_from_ci(
             RunRecord(
                 key=key,
                 test_id=run.test_id,
-                params=run.params or params,
+                params=params,
                 verdict=verdict,
                 started_at=started,
                 job_url=f"ingest:{hashlib.sha256(basis.encode('utf-8')).hexdigest()[:32]}",
@@ -854,6 +869,7 @@ def records_from_ci(
                     )
                 ),
                 log=run.log or None,
+                err_sig=signatures.get(run) if verdict in FAILING else None,
             )
         )
     return out

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from app.service.metrics import Metrics
@@ -28,34 +29,26 @@ POLL_S = 1.0
 RunCase = Callable[[Submission], Awaitable[dict[str, Any]]]
 
 
+@dataclass(eq=False)  # a worker equals only itself, whatever its settings
 class Worker:
     """Runs batch items; ``batch_id`` confines it to one batch (``tcfl batch``)."""
 
-    def __init__(
-        self,
-        store: Store,
-        run_case: RunCase,
-        *,
-        worker_id: str,
-        concurrency: int,
-        metrics: Metrics | None = None,
-        batch_id: int | None = None,
-        lease_s: float = LEASE_S,
-        poll_s: float = POLL_S,
-    ) -> None:
-        if concurrency < 1:
-            raise ValueError(f"concurrency must be >= 1, got {concurrency}")
-        self.store = store
-        self.run_case = run_case
-        self.worker_id = worker_id
-        self.concurrency = concurrency
-        self.metrics = metrics
-        self.batch_id = batch_id
-        self.lease_s = lease_s
-        self.poll_s = poll_s
-        self._wake = asyncio.Event()
-        self._stopping = False
-        self._inflight: dict[int, asyncio.Task[None]] = {}
+    store: Store
+    run_case: RunCase
+    _: KW_ONLY
+    worker_id: str
+    concurrency: int
+    metrics: Metrics | None = None
+    batch_id: int | None = None
+    lease_s: float = LEASE_S
+    poll_s: float = POLL_S
+    _wake: asyncio.Event = field(init=False, repr=False, default_factory=asyncio.Event)
+    _stopping: bool = field(init=False, repr=False, default=False)
+    _inflight: dict[int, asyncio.Task[None]] = field(init=False, repr=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.concurrency < 1:
+            raise ValueError(f"concurrency must be >= 1, got {self.concurrency}")
 
     def wake(self) -> None:
         """New items were queued by this process: look now instead of at the next poll."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from functools import partial
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -14,64 +15,56 @@ _PHASE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 6
 class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
-        r = self.registry
-        self.requests = Counter(
-            "tcfl_http_requests", "HTTP requests answered", ["method", "route", "status"], registry=r
+        # every metric goes in this app's own registry
+        counter = partial(Counter, registry=self.registry)
+        gauge = partial(Gauge, registry=self.registry)
+        histogram = partial(Histogram, registry=self.registry)
+        self.requests = counter("tcfl_http_requests", "HTTP requests answered", ["method", "route", "status"])
+        self.request_seconds = histogram(
+            "tcfl_http_request_duration_seconds", "HTTP request latency", ["method", "route"]
         )
-        self.request_seconds = Histogram(
-            "tcfl_http_request_duration_seconds", "HTTP request latency", ["method", "route"], registry=r
-        )
-        self.phase_seconds = Histogram(
+        self.phase_seconds = histogram(
             "tcfl_triage_phase_seconds",
             "Triage pipeline time per phase (static, model, total)",
             ["phase"],
             buckets=_PHASE_BUCKETS,
-            registry=r,
         )
-        self.triages = Counter("tcfl_triages", "Triages finished, by ranker used", ["ranker"], registry=r)
-        self.tokens = Counter("tcfl_model_tokens", "Model tokens", ["direction"], registry=r)
-        self.model_errors = Counter(
-            "tcfl_model_errors", "Model calls that failed (the heuristic ranker answered instead)", registry=r
+        self.triages = counter("tcfl_triages", "Triages finished, by ranker used", ["ranker"])
+        self.tokens = counter("tcfl_model_tokens", "Model tokens", ["direction"])
+        self.model_errors = counter(
+            "tcfl_model_errors", "Model calls that failed (the heuristic ranker answered instead)"
         )
-        self.fallbacks = Counter(
-            "tcfl_ranker_fallbacks", "Triages that fell back to the heuristic", registry=r
-        )
-        self.queue_depth = Gauge(
+        self.fallbacks = counter("tcfl_ranker_fallbacks", "Triages that fell back to the heuristic")
+        self.queue_depth = gauge(
             "tcfl_batch_queue_depth",
             "Batch items waiting or running",
             ["status"],
-            registry=r,
             multiprocess_mode="mostrecent",  # read from the database: one value, whichever process
         )
-        self.items = Counter("tcfl_batch_items", "Batch items finished", ["outcome"], registry=r)
-        self.circuit_open = Gauge(
-            "tcfl_model_circuit_open",
-            "1 while model calls are paused after failures (circuit open)",
-            registry=r,
+        self.items = counter("tcfl_batch_items", "Batch items finished", ["outcome"])
+        self.circuit_open = gauge(
+            "tcfl_model_circuit_open", "1 while model calls are paused after failures (circuit open)"
         )
-        self.circuit_opened = Gauge(
-            "tcfl_model_circuit_opened", "Times the model circuit breaker opened since start", registry=r
+        self.circuit_opened = gauge(
+            "tcfl_model_circuit_opened", "Times the model circuit breaker opened since start"
         )
-        self.analysis_workers = Gauge("tcfl_analysis_workers", "Analysis worker processes", registry=r)
-        self.analysis_busy = Gauge("tcfl_analysis_busy", "Analysis workers running a request", registry=r)
-        self.analysis_recycled = Gauge(
+        self.analysis_workers = gauge("tcfl_analysis_workers", "Analysis worker processes")
+        self.analysis_busy = gauge("tcfl_analysis_busy", "Analysis workers running a request")
+        self.analysis_recycled = gauge(
             "tcfl_analysis_workers_recycled",
             "Analysis workers replaced (a limit hit, a crash, an abandoned request, or age)",
-            registry=r,
         )
-        self.parse_cache = Gauge(
+        self.parse_cache = gauge(
             "tcfl_parse_cache_analyses",
             "Analyses whose scripts' parse an analysis worker had kept (hit) or made (miss), since start",
             ["result"],
-            registry=r,
         )
-        self.write_transactions = Gauge(
+        self.write_transactions = gauge(
             "tcfl_store_write_transactions",
             "Transactions that stored finished synchronous triages (several per transaction under load)",
-            registry=r,
         )
-        self.triages_written = Gauge(
-            "tcfl_store_triages_written", "Finished synchronous triages stored by the writer", registry=r
+        self.triages_written = gauge(
+            "tcfl_store_triages_written", "Finished synchronous triages stored by the writer"
         )
 
     def observe_result(self, data: dict[str, Any], *, model_configured: bool) -> None:

@@ -6,9 +6,9 @@ Imported once by the pool's fork server, so a fresh worker starts with the analy
 from __future__ import annotations
 
 import gc
+import multiprocessing
 import time
-from collections.abc import Coroutine, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from app.analysis import snapshot
@@ -20,7 +20,7 @@ from app.options import TriageOptions
 from app.rankers import choose
 from app.rankers.base import RankRequest
 from app.rankers.heuristic import HeuristicRanker
-from app.triage import prepare, rank
+from app.triage import finish, prepare, rank, with_history
 
 # This worker's parses of recently seen scripts: the service sees the same test files again and
 # again with new logs, and only the log's half of an analysis differs.
@@ -42,38 +42,53 @@ def _freeze_new_parses() -> None:
         _frozen_at["misses"] = PARSES.misses
 
 
-def static(
-    scripts: Sequence[Script],
-    log: str,
-    options: TriageOptions,
-    limits: CostLimits | None = None,
-    model_configured: bool = False,
-) -> TriageResult | RankRequest:
-    """Everything of one triage that needs no model: the finished result when no model will be
+@dataclass(frozen=True)
+class TriageJob:
+    """One triage as the pool runs it (picklable): the case, its options, and what the shell read."""
+
+    scripts: tuple[Script, ...]
+    log: str
+    options: TriageOptions
+    limits: CostLimits | None = None
+    model_configured: bool = False  # a model client waits in the server: ``auto`` means the model
+    snapshot: bool = True  # build the analysis snapshot the dashboard shows (each line's reason kept)
+    test: str | None = None  # the failing test's key in the CI history, when the caller named one
+    history: tuple[Any, ...] = field(default=(), repr=False)  # its recorded runs (HistoryRun), oldest first
+    note: str | None = None  # why no runs were read, when a test was named
+
+
+def triage(job: TriageJob) -> tuple[dict[str, Any] | RankRequest, snapshot.PackedSnapshot | None]:
+    """Everything of one triage that needs no model (``app.triage``'s one path).
+
+    Returns the finished result as the store keeps it (``stored_data``) when no model will be
     asked, else the prepared request (with the heuristic's picks computed here) for the server to
-    rank with the model. With ``limits``, the case's cost is checked first (``InputTooCostly``,
-    a ValueError naming the limit).
+    rank with the model; and the snapshot, packed, when asked for. With ``job.limits`` the case's
+    cost is checked first (``InputTooCostly``, a ValueError naming the limit). The server process
+    then only writes: it is the one process every request crosses, so its work per request
+    bounds the throughput.
     """
-    return _static(scripts, log, options, limits, model_configured, explain=False)[0]
-
-
-def static_with_snapshot(
-    scripts: Sequence[Script],
-    log: str,
-    options: TriageOptions,
-    limits: CostLimits | None = None,
-    model_configured: bool = False,
-) -> tuple[dict[str, Any] | RankRequest, snapshot.PackedSnapshot]:
-    """``static`` plus the snapshot of its analysis (each line's reason kept) that the service
-    stores with the result, so that the dashboard never analyses a stored failure again.
-
-    Both as the store keeps them: a finished result as its data (``stored_data``), the snapshot
-    packed; the server process then only writes them (it is the one process every request
-    crosses, so its work per request bounds the throughput).
-    """
-    done, request = _static(scripts, log, options, limits, model_configured, explain=True)
-    packed = snapshot.build(request.analysis, request.rendered, log).packed()
-    return (stored_data(done) if isinstance(done, TriageResult) else done), packed
+    started = time.perf_counter()
+    worker = multiprocessing.parent_process() is not None  # not the server's (or tcfl batch's) own process
+    if worker:
+        _freeze_new_parses()
+    try:
+        request = prepare(
+            job.scripts, job.log, job.options, explain=job.snapshot, limits=job.limits, parses=PARSES
+        )
+        request = with_history(request, job.test, job.history)
+        packed = (
+            snapshot.build(request.analysis, request.rendered, job.log).packed() if job.snapshot else None
+        )
+        model = job.model_configured and choose(request.options.ranker, model_configured=True) == "llm"
+        if not model:
+            done = finish(lambda: rank(request, client=None, started=started, note=job.note))
+            return stored_data(done), packed
+        picks = HeuristicRanker.picks(request, 2 * request.options.k)  # enough to fill in after k
+        analysis = replace(request.analysis, trees=(), parsed=None)  # parse trees do not cross processes
+        return replace(request, analysis=analysis, heuristic=(request.rendered, picks)), packed
+    finally:
+        if worker:  # a worker's heap holds only this job's objects: collect them now, between jobs
+            gc.collect()
 
 
 def stored_data(result: TriageResult) -> dict[str, Any]:
@@ -82,64 +97,6 @@ def stored_data(result: TriageResult) -> dict[str, Any]:
     data.pop("id", None)
     data.pop("status", None)
     return data
-
-
-def static_with_history(
-    scripts: Sequence[Script],
-    log: str,
-    options: TriageOptions,
-    limits: CostLimits | None,
-    history: Sequence[Any],
-    choice: Any,
-) -> tuple[TriageResult, snapshot.PackedSnapshot, dict[str, Any]]:
-    """The history-aware triage (``app.history.surface``) with its snapshot (packed); no model is asked."""
-    from app.history.surface import triage_with_history
-
-    _freeze_new_parses()
-    try:
-        result, request, section = triage_with_history(
-            scripts, log, options, history, choice, limits, parses=PARSES
-        )
-        return result, snapshot.build(request.analysis, request.rendered, log).packed(), section
-    finally:
-        gc.collect()
-
-
-def _static(
-    scripts: Sequence[Script],
-    log: str,
-    options: TriageOptions,
-    limits: CostLimits | None,
-    model_configured: bool,
-    *,
-    explain: bool,
-) -> tuple[TriageResult | RankRequest, RankRequest]:
-    started = time.perf_counter()
-    _freeze_new_parses()
-    try:
-        request = prepare(scripts, log, options, explain=explain, limits=limits, parses=PARSES)
-        if choose(request.options.ranker, model_configured=model_configured) != "llm" or not model_configured:
-            return _without_loop(rank(request, client=None, started=started)), request
-        picks = HeuristicRanker.picks(request, 2 * request.options.k)  # enough to fill in after k
-        analysis = replace(request.analysis, trees=(), parsed=None)  # parse trees do not cross processes
-        return replace(request, analysis=analysis, heuristic=(request.rendered, picks)), request
-    finally:
-        gc.collect()
-
-
-def _without_loop(work: Coroutine[Any, Any, TriageResult]) -> TriageResult:
-    """Run a ranking that does no I/O (no model client) to its end without an event loop.
-
-    ``asyncio.run`` builds and closes a loop per job, a fixed cost as large as a small case's
-    ranking; a coroutine that never waits finishes on its first step. One that does wait (a
-    ranker added later with I/O of its own) is a bug the error names.
-    """
-    try:
-        work.send(None)
-    except StopIteration as finished:
-        return finished.value
-    work.close()
-    raise RuntimeError("a ranking without a model client waited on I/O; rank it on an event loop")
 
 
 def warm_up() -> None:
@@ -155,7 +112,7 @@ def warm_up() -> None:
     script = Script("test_example.py", examples.joinpath("running_example_script.txt").read_text("utf-8"))
     log = examples.joinpath("running_example_log.txt").read_text("utf-8")
     options = TriageOptions(level="block", k=3, ranker="heuristic", log_functions=("Log.log",))
-    static_with_snapshot([script], log, options, CostLimits())
+    triage(TriageJob((script,), log, options, CostLimits()))
     gc.collect()
     gc.freeze()
     _frozen_at["misses"] = PARSES.misses

@@ -9,8 +9,9 @@ caller's transaction.
 from __future__ import annotations
 
 import hashlib
+import json
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -19,8 +20,8 @@ from sqlalchemy import Connection, bindparam, delete, insert, select
 
 from app.analysis.model import Script
 from app.analysis.snapshot import Snapshot
+from app.history.signatures import log_signature, snapshot_signature
 from app.service import tables
-from app.service.signature import signature
 from app.service.tables import utcnow
 
 if TYPE_CHECKING:
@@ -49,13 +50,14 @@ ERROR_TEXT_CHARS = 1000
 class Submission:
     """A submitted triage, validated, its options resolved: what the pipeline needs, and a label.
 
-    (A benchmark case with its known faults is ``app.eval.cases.Case``, another thing.)
+    (A benchmark case with its known faults is the harness's ``tcfl_lab.eval.cases.Case``, another thing.)
     """
 
     scripts: tuple[Script, ...]
     log: str
     options: dict[str, Any]
     test_id: str | None = None
+    test: str | None = None  # the failing test's key in the CI history (its runs are read before ranking)
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,10 @@ def aware(value: datetime | None) -> datetime | None:
 
 def pack(text_value: str) -> bytes:
     return zlib.compress(text_value.encode("utf-8"), 6)
+
+
+def unpack(blob: bytes) -> str:
+    return zlib.decompress(blob).decode("utf-8")
 
 
 def plain(message: str) -> str:
@@ -147,7 +153,8 @@ def record_triages(
     for (case, data, snapshot), rid in zip(split, request_ids, strict=True):
         links.extend(_links(case, rid, ids))
         results.append({"request_id": rid, "data": data})
-        row, chunk_rows = _snapshot_rows(rid, snapshot, data)
+        signature = failure_id(case.options, summary_of(snapshot), lambda case=case: case)
+        row, chunk_rows = _snapshot_rows(rid, snapshot, data, signature)
         snapshots.append(row)
         chunks.extend(chunk_rows)
     if links:
@@ -243,7 +250,7 @@ def _insert_scripts(dialect: str) -> Any:
     """``INSERT ... ON CONFLICT (sha256) DO NOTHING`` for the dialect, built once (then cached
     compiled) and given its rows as parameters."""
     if dialect not in _INSERT_SCRIPTS:
-        if dialect == "postgresql":  # each dialect loads when used: postgresql's costs ~20 ms
+        if dialect == "postgresql":  # each dialect loads when used: postgresql's is not cheap to import
             from sqlalchemy.dialects.postgresql import insert as dialect_insert
         else:
             from sqlalchemy.dialects.sqlite import insert as dialect_insert
@@ -253,17 +260,63 @@ def _insert_scripts(dialect: str) -> Any:
     return _INSERT_SCRIPTS[dialect]
 
 
-def index_values(data: Mapping[str, Any]) -> dict[str, Any]:
-    """The list page's columns, from a result's data (also used to index triages stored earlier)."""
+def index_values(data: Mapping[str, Any], signature: str | None = None) -> dict[str, Any]:
+    """The list page's columns, from a result's data and the failure's id (``failure_id``); without
+    one, as for a test the results give no log for, the id is the error text's."""
     ranking = data.get("ranking") or []
     top = ranking[0] if ranking else None
     message = data.get("error_message")
+    text = message if isinstance(message, str) else ""
     return {
-        "signature": signature(message if isinstance(message, str) else None, top),
-        "error_text": plain(message[:ERROR_TEXT_CHARS]) if isinstance(message, str) else None,
+        "signature": signature or log_signature(text),
+        "error_text": plain(text[:ERROR_TEXT_CHARS]) if isinstance(message, str) else None,
         "ranker": data.get("ranker"),
         "top_path": (str(top.get("path"))[:1024] if top else None),
     }
+
+
+def failure_id(
+    options: Mapping[str, Any], summary: Mapping[str, Any] | None, case: Callable[[], Submission]
+) -> str:
+    """A triaged failure's id, the one ``tcfl ci``, the stored runs and ``/v1/signatures`` give it
+    (``app.history.signatures``): from its log and scripts, read off the summary of their analysis
+    snapshot when there is one and the log was parsed as the id parses it (no ``log_format``); else
+    from ``case()``, the submission."""
+    if summary is not None and "error" in summary and "files" in summary and not options.get("log_format"):
+        return snapshot_signature(summary)
+    submitted = case()
+    return log_signature(submitted.log, submitted.scripts)
+
+
+def summary_of(snapshot: Snapshot | PackedSnapshot | None) -> dict[str, Any] | None:
+    """A snapshot's summary, unpacked."""
+    if snapshot is None:
+        return None
+    if isinstance(snapshot, Snapshot):
+        return snapshot.summary
+    return json.loads(zlib.decompress(snapshot.summary_z))
+
+
+def stored_case(conn: Connection, request_id: int) -> Submission:
+    """A stored triage's submission (scripts, log, options), read with Core on ``conn``."""
+    request = conn.execute(
+        select(
+            tables.triage_requests.c.options, tables.triage_requests.c.log_z, tables.triage_requests.c.test_id
+        ).where(tables.triage_requests.c.id == request_id)
+    ).one()
+    links, blobs = tables.request_scripts, tables.scripts
+    scripts = conn.execute(
+        select(links.c.path, blobs.c.content_z)
+        .join(blobs, blobs.c.id == links.c.script_id)
+        .where(links.c.request_id == request_id)
+        .order_by(links.c.position)
+    ).all()
+    return Submission(
+        scripts=tuple(Script(path, unpack(blob)) for path, blob in scripts),
+        log=unpack(request.log_z),
+        options=dict(request.options or {}),
+        test_id=request.test_id,
+    )
 
 
 def write_snapshot(
@@ -280,14 +333,18 @@ def write_snapshot(
         chunks, rows = tables.log_chunks, tables.analysis_snapshots
         conn.execute(delete(chunks).where(chunks.c.request_id == request_id))
         conn.execute(delete(rows).where(rows.c.request_id == request_id))
-    row, chunk_rows = _snapshot_rows(request_id, snapshot, data)
+    options = conn.execute(
+        select(tables.triage_requests.c.options).where(tables.triage_requests.c.id == request_id)
+    ).scalar_one()
+    signature = failure_id(options or {}, summary_of(snapshot), lambda: stored_case(conn, request_id))
+    row, chunk_rows = _snapshot_rows(request_id, snapshot, data, signature)
     conn.execute(_INSERT_SNAPSHOT, row)
     if chunk_rows:
         conn.execute(_INSERT_CHUNK, chunk_rows)
 
 
 def _snapshot_rows(
-    request_id: int, snapshot: Snapshot | PackedSnapshot | None, data: Mapping[str, Any]
+    request_id: int, snapshot: Snapshot | PackedSnapshot | None, data: Mapping[str, Any], signature: str
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     packed = snapshot.packed() if isinstance(snapshot, Snapshot) else snapshot
     row = {
@@ -296,7 +353,7 @@ def _snapshot_rows(
         "summary_z": packed.summary_z if packed is not None else None,
         "log_lines": packed.log_lines if packed is not None else 0,
         "created_at": utcnow(),
-        **index_values(data),
+        **index_values(data, signature),
     }
     chunks = [
         {

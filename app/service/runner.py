@@ -1,35 +1,37 @@
-"""Runs one stored case through the pipeline; shared by ``POST /v1/triage`` and the batch worker.
+"""The service's one triage driver: ``POST /v1/triage``, batch items and ``POST /v1/ingest`` all run here.
 
-In the service the static phase (and the heuristic) runs in the analysis pool, bounded in CPU
-time and memory and off the event loop; only a model call, when one is made, runs here, async.
-Without a pool (``tcfl batch``) everything runs in-process, the static phase in a thread so it
-overlaps the model calls of the other items in flight.
+The static phase (and the heuristic, and the history fusion) runs as one ``pool_jobs.triage`` job
+in the analysis pool, bounded in CPU time and memory and off the event loop; only a model call,
+when one is made, runs here, async. Without a pool (``tcfl batch``, tests) the same job runs in
+a thread, so it overlaps the model calls of the other items in flight. When the submission names
+a test and history applies, the test's recorded runs are read from the store first and handed in.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from app.analysis.limits import CostLimits
-from app.analysis.parsed import ParseCache
-from app.analysis.snapshot import PackedSnapshot, Snapshot
-from app.analysis.snapshot import build as build_snapshot
 from app.localize.llm import ModelClient
-from app.options import TriageOptions
 from app.rankers.base import RankRequest
 from app.service.cases import triage_options
 from app.service.metrics import Metrics
 from app.service.pool import LARGE_LOG_BYTES, LARGE_SCRIPT_LINES, AnalysisPool
-from app.service.pool_jobs import stored_data
+from app.service.pool_jobs import TriageJob, stored_data
+from app.service.pool_jobs import triage as triage_job
 from app.service.snapshots import SNAPSHOT_KEY
 from app.service.store import Submission
-from app.triage import prepare, rank
+from app.triage import history_skipped, rank
+
+# (test key, newest runs to read) -> the runs, oldest first; reads the store (a thread calls it)
+HistoryReader = Callable[[str, int], Sequence[Any]]
 
 
 class Runner:
-    """Holds this process's model client (or None) and counts every result in the metrics."""
+    """Holds this process's model client (or None), the pool and limits; counts every result."""
 
     def __init__(
         self,
@@ -37,45 +39,54 @@ class Runner:
         metrics: Metrics,
         pool: AnalysisPool | None = None,
         limits: CostLimits | None = None,
+        history: HistoryReader | None = None,
     ) -> None:
         self.client = client
         self.metrics = metrics
         self.pool = pool
         self.limits = limits
-        self.parses = ParseCache()  # without a pool: the scripts' parses this process has seen
+        self.history = history
 
-    async def __call__(self, case: Submission) -> dict[str, Any]:
+    async def __call__(self, case: Submission, *, snapshot: bool = True) -> dict[str, Any]:
+        """The result's data as stored (with the packed snapshot under ``SNAPSHOT_KEY`` when asked);
+        ``ValueError`` for a case over the cost limits or with bad options."""
         options = triage_options(case.options)
-        snapshot: Snapshot | PackedSnapshot
+        runs, note = await self._history(case, options)
+        job = TriageJob(
+            case.scripts,
+            case.log,
+            options,
+            self.limits,
+            self.client is not None,
+            snapshot=snapshot,
+            test=case.test,
+            history=tuple(runs),
+            note=note,
+        )
+        started = time.perf_counter()
         if self.pool is None:
-            # the static phase runs off the event loop, so it overlaps the model calls of other items
-            request, started = await asyncio.to_thread(_prepare, case, options, self.parses)
-            result = await rank(request, client=self.client, started=started)
-            snapshot = await asyncio.to_thread(build_snapshot, request.analysis, request.rendered, case.log)
-            data = stored_data(result)
+            done, packed = await asyncio.to_thread(triage_job, job)
         else:
-            started = time.perf_counter()
             lines = sum(s.content.count("\n") for s in case.scripts)
             large = lines > LARGE_SCRIPT_LINES or len(case.log) > LARGE_LOG_BYTES
-            done, snapshot = await self.pool.run(
-                "static_with_snapshot",
-                case.scripts,
-                case.log,
-                options,
-                self.limits,
-                self.client is not None,
-                large=large,
-            )
-            if isinstance(done, dict):  # finished in the worker, as stored
-                data = done
-            else:
-                data = stored_data(await rank(done, client=self.client, started=started))
+            done, packed = await self.pool.run("triage", job, large=large)
+        if isinstance(done, RankRequest):  # the model ranks, here
+            data = stored_data(await rank(done, client=self.client, started=started, note=note))
+        else:  # finished in the worker, as stored
+            data = done
         self.metrics.observe_result(data, model_configured=self.client is not None)
-        data[SNAPSHOT_KEY] = snapshot  # the store keeps it in its own tables, not in the result's JSON
+        if packed is not None:
+            data[SNAPSHOT_KEY] = packed  # the store keeps it in its own tables, not in the result's JSON
         return data
 
-
-def _prepare(case: Submission, options: TriageOptions, parses: ParseCache) -> tuple[RankRequest, float]:
-    started = time.perf_counter()
-    # each line's reason is kept for the snapshot the dashboard shows
-    return prepare(case.scripts, case.log, options, explain=True, parses=parses), started
+    async def _history(self, case: Submission, options: Any) -> tuple[Sequence[Any], str | None]:
+        """The named test's recorded runs (oldest first), or why none were read."""
+        if case.test is None or options.history == "off":
+            return (), None
+        skipped = history_skipped(options, model_configured=self.client is not None)
+        if skipped is not None:
+            return (), skipped
+        if self.history is None:
+            return (), "no CI history store here: ranked without the test's history"
+        runs = await asyncio.to_thread(self.history, case.test, options.history_window)
+        return runs, None

@@ -73,17 +73,11 @@ class HistoryWindow(BaseModel):
     k: int | None = Field(None, ge=0, le=500, description="Runs kept by FDC selection; 0 = all.")
 
 
-class TriageRequest(BaseModel):
-    """One failing test: its script(s) and the log of the failed run."""
+class OptionsIn(BaseModel):
+    """How to triage, as a caller may ask it (``POST /v1/triage`` and ``POST /v1/ingest`` alike)."""
 
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [RUNNING_EXAMPLE]})
+    model_config = ConfigDict(extra="forbid")
 
-    scripts: list[ScriptIn] = Field(
-        min_length=1, description="The test script and any helper modules it uses (at least one)."
-    )
-    log: str = Field(
-        description="The failure log of the run, as produced (prefixes and tracebacks included)."
-    )
     level: Level | None = Field(
         None, description="Granularity of the ranking; default from TCFL_DEFAULT_LEVEL."
     )
@@ -110,26 +104,6 @@ class TriageRequest(BaseModel):
         description="Log prefix format: one of "
         f"{', '.join((*KNOWN_FORMATS, 'plain'))}; default TCFL_LOG_FORMAT, else detected from the log.",
     )
-    test_id: str | None = Field(
-        None,
-        max_length=200,
-        description="Your label for the test (CI job, test name); filterable in listings.",
-    )
-
-    test: str | None = Field(
-        None,
-        max_length=1100,
-        description="The failing test's key in the CI history (POST /v1/runs, tcfl ci --db): its "
-        "recorded runs are fused into the ranking (history ranker) unless history is off.",
-    )
-    history: Literal["auto", "off"] | HistoryWindow | None = Field(
-        None,
-        description='With test: "auto" (default), "off", or {"window": n, "k": n}. Single triage only.',
-    )
-
-    _log = field_validator("log")(_check_unicode)
-    _test_id = field_validator("test_id")(_check_label)
-    _test = field_validator("test")(_check_label)
 
     @field_validator("trace")
     @classmethod
@@ -152,6 +126,42 @@ class TriageRequest(BaseModel):
             if not pattern.strip() or len(pattern) > 200:
                 raise ValueError("log function patterns must be non-empty and at most 200 characters")
         return value
+
+
+OPTION_FIELDS: frozenset[str] = frozenset(OptionsIn.model_fields)  # each one a field of TriageOptions
+
+
+class TriageRequest(OptionsIn):
+    """One failing test: its script(s) and the log of the failed run."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [RUNNING_EXAMPLE]})
+
+    scripts: list[ScriptIn] = Field(
+        min_length=1, description="The test script and any helper modules it uses (at least one)."
+    )
+    log: str = Field(
+        description="The failure log of the run, as produced (prefixes and tracebacks included)."
+    )
+    test_id: str | None = Field(
+        None,
+        max_length=200,
+        description="Your label for the test (CI job, test name); filterable in listings.",
+    )
+
+    test: str | None = Field(
+        None,
+        max_length=1100,
+        description="The failing test's key in the CI history (POST /v1/runs, tcfl ci --db): its "
+        "recorded runs are fused into the ranking (history ranker) unless history is off.",
+    )
+    history: Literal["auto", "off"] | HistoryWindow | None = Field(
+        None,
+        description='With test: "auto" (default), "off", or {"window": n, "k": n}. Single triage only.',
+    )
+
+    _log = field_validator("log")(_check_unicode)
+    _test_id = field_validator("test_id")(_check_label)
+    _test = field_validator("test")(_check_label)
 
 
 class BatchRequest(BaseModel):

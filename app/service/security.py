@@ -1,17 +1,23 @@
-"""Browser safety: no cross-site writes, a CSRF token on dashboard forms, security headers everywhere.
+"""Browser safety: no cross-site writes, a CSRF token on dashboard forms, security headers everywhere,
+and, without API keys, only the Host names the service is known by.
 
-Why all three: without API keys (the default) the browser of anyone who can reach the service is
-the only gate, and a page on another origin could otherwise make it post feedback, submissions
+Why all of them: without API keys (the default) the browser of anyone who can reach the service
+is the only gate, and a page on another origin could otherwise make it post feedback, submissions
 or batches. The Origin / Sec-Fetch-Site check refuses such posts from every modern browser; the
 CSRF token (double-submit: a cookie and the same value in the form) also covers old browsers
-and same-site pages; the headers keep pages from being framed, sniffed or leaking URLs.
+and same-site pages; the headers keep pages from being framed, sniffed or leaking URLs. DNS
+rebinding gets around all three: a page on ``evil.example`` whose name then resolves to
+127.0.0.1 is same-origin with itself and reads the service's answers. Its requests carry
+``Host: evil.example``, so the Host check refuses them (``HostCheckMiddleware``).
 """
 
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import re
 import secrets
+from collections.abc import Iterable
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -78,6 +84,77 @@ class BrowserSafetyMiddleware:
             await JSONResponse({"detail": refusal}, status_code=403)(scope, receive, send_with_headers)
             return
         await self.app(scope, receive, send_with_headers)
+
+
+class HostCheckMiddleware:
+    """Answers 400 to a request whose Host is not one this service is known by (DNS rebinding).
+
+    Allowed always: IP addresses (rebinding needs a DNS name; a browser that typed an address
+    sends it as the Host), ``localhost`` and ``*.localhost`` (RFC 6761: always loopback), and a
+    request without a Host (not a browser). Allowed besides: the ``allowed_hosts`` setting's
+    names, ``.example.com`` for a domain and its subdomains, ``*`` for any. ``create_app`` adds
+    it only when no API keys are set: with keys, a rebound page has no key to send.
+    """
+
+    def __init__(self, app: ASGIApp, *, allowed: Iterable[str] = ()) -> None:
+        self.app = app
+        names = [name.strip().lower().rstrip(".") for name in allowed if name.strip()]
+        self.any = "*" in names
+        self.exact = frozenset(n for n in names if not n.startswith("."))
+        self.domains = tuple(n for n in names if n.startswith(".") and len(n) > 1)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket") or self.any:
+            await self.app(scope, receive, send)
+            return
+        host = next((v.decode("latin-1") for k, v in scope["headers"] if k.lower() == b"host"), None)
+        if host is None or self.allows(host):
+            await self.app(scope, receive, send)
+            return
+        shown = host[:100].encode("ascii", "backslashreplace").decode("ascii")
+        detail = (
+            f"Host {shown!r} is not a name this service answers to without API keys (a guard against "
+            "DNS rebinding): add it to TCFL_ALLOWED_HOSTS, or set TCFL_SERVICE_API_KEYS"
+        )
+        if scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        await JSONResponse({"detail": detail}, status_code=400)(scope, receive, send)
+
+    def allows(self, host: str) -> bool:
+        name = host_name(host)
+        if name is None:
+            return False
+        if name == "localhost" or name.endswith(".localhost") or _is_ip(name):
+            return True
+        return name in self.exact or any(name.endswith(d) or name == d[1:] for d in self.domains)
+
+
+def host_name(host: str) -> str | None:
+    """The name of a Host header without its port, lower-case; None when it is not a host at all."""
+    value = host.strip().lower()
+    if value.startswith("["):  # an IPv6 literal: [::1]:8000
+        end = value.find("]")
+        if end < 0 or (value[end + 1 :] and not _PORT.match(value[end + 1 :])):
+            return None
+        return value[1:end]
+    name, _, port = value.partition(":")
+    if port and not port.isdigit():
+        return None
+    name = name.rstrip(".")
+    return name if name and _HOST_NAME.match(name) else None
+
+
+def _is_ip(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
+_HOST_NAME = re.compile(r"^[a-z0-9_]([a-z0-9_.-]{0,252})$")
+_PORT = re.compile(r"^:\d{1,5}$")
 
 
 def cross_origin_refusal(scope: Scope) -> str | None:

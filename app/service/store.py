@@ -215,7 +215,7 @@ class Store:
 
     def record_triages(self, items: Sequence[tuple[Submission, dict[str, Any]]]) -> list[StoredTriage]:
         """Finished synchronous triages, all in one transaction (``app.service.writer``)."""
-        with self.engine.begin() as conn:  # Core only: an ORM session cost a third of this write
+        with self.engine.begin() as conn:  # Core only: an ORM session would add much to this write
             return record.record_triages(conn, items)
 
     def record_failure(self, case: Submission, error: str) -> int:

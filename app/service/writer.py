@@ -2,7 +2,7 @@
 
 Under load many ``POST /v1/triage`` finish in the same few milliseconds. Written one by one,
 each paid a thread hop, a transaction (``BEGIN IMMEDIATE``, six statements, a commit) and a
-fight with the event loop for the interpreter: half of the server process's CPU per request.
+fight with the event loop for the interpreter: much of the server process's CPU per request.
 One writer thread takes every triage waiting, stores them in one transaction with one statement
 per table (``record.record_triages``) and answers each request. Alone, a triage is written at
 once, as before; a batch grows only while the database is busy with the previous one.

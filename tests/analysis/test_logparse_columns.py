@@ -6,6 +6,7 @@ from __future__ import annotations
 import pickle
 import random
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -191,19 +192,41 @@ def test_the_space_characters_are_those_isspace_accepts() -> None:
     assert _space_chars() == {chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace()}
 
 
-@settings(max_examples=40, deadline=None)
-@given(
+# 40 examples in all, 0.2-0.4 s of CPU each (two parses of 5,000-10,000 lines): the quick lane runs
+# the first test's 8, the full suite the other 32 too
+LONG_LOGS = given(
     prefix=st.sampled_from(PREFIXES[:-2]),
     others=st.lists(LINE, min_size=1, max_size=8),
     every=st.integers(20, 400),
     thinning=st.booleans(),
     seed=st.integers(0, 2**16),
 )
+
+
+@settings(max_examples=8, deadline=None)
+@LONG_LOGS
 def test_a_long_log_of_mostly_one_prefix_gives_the_line_by_line_messages(
     prefix: str, others: list[tuple[str, str, str]], every: int, thinning: bool, seed: int
 ) -> None:
     """Chunks the first format nearly fills (the lines it misses are put in among its own) and,
     past a head of it, chunks that hold only a few of its lines, or none."""
+    _long_log_reads_line_by_line(prefix, others, every, thinning, seed)
+
+
+@pytest.mark.slow
+@settings(max_examples=32, deadline=None)
+@LONG_LOGS
+def test_more_long_logs_of_mostly_one_prefix_give_the_line_by_line_messages(
+    prefix: str, others: list[tuple[str, str, str]], every: int, thinning: bool, seed: int
+) -> None:
+    """The same property on more examples."""
+    _long_log_reads_line_by_line(prefix, others, every, thinning, seed)
+
+
+def _long_log_reads_line_by_line(
+    prefix: str, others: list[tuple[str, str, str]], every: int, thinning: bool, seed: int
+) -> None:
+    """A head of ``prefix`` lines (every ``every``-th another's), then maybe a tail of others."""
     rng = random.Random(seed)
     head = [(prefix, rng.choice(BODIES), f"w{k}") for k in range(2500 if thinning else 5000)]
     tail = [rng.choice(others) for _ in range(5000)] if thinning else []

@@ -12,19 +12,27 @@ import pytest
 
 from app.analysis.model import Script
 from app.analysis.pipeline import analyze
+from tests.support.shared import built_once
 
 DATA = Path(__file__).parent.parent / "data" / "pytest-echo"
 SOURCE = (DATA / "test_echo.py").read_text()
 # the captured output: test_total's print and warning ran, check_total's too; the branch did not
 RAN = {19, 20, 9, 10}
 ECHOED_ONLY = {13, 14}  # print/logging in the `if` branch: only ever echoed as source
+STYLES = ("long", "short")  # pytest's --tb
 
 
 @pytest.fixture(scope="module")
 def pytest_logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """pytest's report of the failing test, per traceback style (one run each)."""
-    tmp_path = tmp_path_factory.mktemp("pytest-echo")
-    return {style: _pytest_log(tmp_path, style) for style in ("long", "short")}
+    """pytest's report of the failing test, per traceback style (one run each per test run)."""
+
+    def build(folder: Path) -> None:
+        for style in STYLES:
+            (folder / style).mkdir()
+            (folder / f"{style}.log").write_text(_pytest_log(folder / style, style))
+
+    folder = built_once(tmp_path_factory, "pytest-echo", build)
+    return {style: (folder / f"{style}.log").read_text() for style in STYLES}
 
 
 def _pytest_log(tmp_path: Path, style: str) -> str:
@@ -50,7 +58,7 @@ def _matched_lines(log: str) -> set[int]:
     return {stmts[sid].start_line for _, sids in analysis.match.matches for sid in sids}
 
 
-@pytest.mark.parametrize("style", ["long", "short"])
+@pytest.mark.parametrize("style", STYLES)
 @pytest.mark.parametrize(
     "mangle",
     [
@@ -61,9 +69,9 @@ def _matched_lines(log: str) -> set[int]:
     ids=["plain", "ci-timestamps", "cut-above-the-report"],
 )
 def test_echoed_source_lines_do_not_match_while_captured_output_does(
-    tmp_path: Path, style: str, mangle
+    pytest_logs: dict[str, str], style: str, mangle
 ) -> None:
-    log = mangle(_pytest_log(tmp_path, style))
+    log = mangle(pytest_logs[style])
     if style == "long":
         assert '        print("the total is too large")' in log  # pytest did echo the branch
     matched = _matched_lines(log)

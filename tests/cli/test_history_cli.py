@@ -180,3 +180,28 @@ def test_triage_history_window_and_k(tmp_path: Path) -> None:
     assert history["classification"] == "new" and history["first_bad_version"]["hunks"]
     bad = triage("--history-window", "0")
     assert bad.returncode == 2 and "history window must be an integer from 1 to 500" in bad.stderr
+
+
+def test_ci_ranks_each_failure_with_the_runs_recorded_before_it(
+    tmp_path: Path, py_results: PytestRun
+) -> None:
+    """`tcfl ci --ranker history` reads each failed test's recorded runs (none from this job) and
+    fuses them; the text says so and names no model."""
+    db = f"sqlite:///{tmp_path / 'h.db'}"
+    common = ["--root", str(py_results.root), "--db", db]
+    first = tcfl("ci", str(py_results.junit), *common, "--ranker", "heuristic", "--job-url", "https://ci/1")
+    assert first.returncode == 0, first.stderr
+    fused = tcfl(
+        "ci", str(py_results.junit), *common, "--ranker", "history", "--format", "json", "--no-store"
+    )
+    assert fused.returncode == 0, fused.stderr
+    tests = [t for t in json.loads(fused.stdout)["tests"] if t["triaged"]]
+    assert tests
+    for test in tests:
+        history = test["result"]["history"]
+        assert history["runs_read"] == 1 and history["runs_used"] == 1  # the first job's run only
+        assert test["result"]["ranker"] == "history" and test["result"]["fallback_reason"] is None
+    text = tcfl("ci", str(py_results.junit), *common, "--ranker", "history", "--no-store")
+    assert "History of " in text.stdout and "the model did not answer" not in text.stdout
+    off = tcfl("ci", str(py_results.junit), *common, "--history", "off", "--format", "json", "--no-store")
+    assert all("history" not in t["result"] for t in json.loads(off.stdout)["tests"] if t["triaged"])

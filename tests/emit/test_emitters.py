@@ -11,7 +11,7 @@ import jsonschema
 import pytest
 from markdown_it import MarkdownIt
 
-from app.ci import CiReport, triage_results
+from app.ci import CiReport, local_triager, triage_results
 from app.emit import FORMATS, emit
 from app.emit.github import escape_data, escape_property
 from app.ingest import read_results
@@ -25,7 +25,7 @@ SCHEMA = Path(__file__).parents[1] / "data" / "sarif" / "sarif-schema-2.1.0.json
 def _report(results_path: Path, root: Path) -> CiReport:
     results = read_results(results_path)
     options = TriageOptions(ranker="heuristic")
-    return asyncio.run(triage_results(results, Checkout.scan(root), options, None))
+    return asyncio.run(triage_results(results, Checkout.scan(root), local_triager(options, None)))
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import pytest
 from app.analysis.estimate import estimate_all
 from app.analysis.model import Frame, Loc, MatchResult, Trace
 from app.analysis.pipeline import analyze
-from app.eval.ablation import ablate, remove_log_statements, static_sids
+from tcfl_lab.eval.ablation import ablate, remove_log_statements, static_sids
 from tests.conftest import running_example
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from app.analysis.model import Loc
-from app.eval.cases import CaseError, load_cases, parse_case
+from tcfl_lab.eval.cases import CaseError, load_cases, parse_case
 from tests.conftest import BENCHMARK, benchmark_cases
 
 GOOD = {

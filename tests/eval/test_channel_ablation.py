@@ -10,9 +10,9 @@ import pytest
 
 from app.analysis.context import REFINEMENTS
 from app.cli import main
-from app.eval.cases import load_cases
-from app.eval.channels import BASELINE, FULL, channel_ablation
 from app.localize.evidence import ABLATED
+from tcfl_lab.eval.cases import load_cases
+from tcfl_lab.eval.channels import BASELINE, FULL, channel_ablation
 from tests.conftest import DATA
 
 CORPUS = DATA / "corpus" / "cpython"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from app.cli import main
-from app.eval.corpus import cpython_test_dir
+from tcfl_lab.eval.corpus import cpython_test_dir
 from tests.conftest import DATA, running_example
 from tests.support.openai_standin import OpenAIStandin, Reply
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from app.eval.cases import parse_case
-from app.eval.corpus import (
+from tcfl_lab.eval.cases import parse_case
+from tcfl_lab.eval.corpus import (
     CorpusOptions,
     build_corpus,
     candidate_files,

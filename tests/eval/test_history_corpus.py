@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from app.eval.history_corpus import (
+from app.history.versions import map_lines
+from tcfl_lab.eval.history_corpus import (
     Executor,
     HistoryOptions,
     HistorySummary,
@@ -21,7 +22,6 @@ from app.eval.history_corpus import (
     shift,
     statement_starts,
 )
-from app.history.versions import map_lines
 
 TINY = """import logging
 import unittest

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from app.eval.history_eval import ABLATIONS, evaluate_history, split_files
+from tcfl_lab.eval.history_eval import ABLATIONS, evaluate_history, split_files
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "history"
 

@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 from app.cli import main
-from app.eval.learn import (
+from app.localize.features import CHANNEL_FEATURES
+from app.localize.model_file import LevelModel, handset_level, load_model
+from tcfl_lab.eval.learn import (
     Corpus,
     case_scores,
     fit_level,
@@ -19,8 +21,6 @@ from app.eval.learn import (
     loro,
     summarize,
 )
-from app.localize.features import CHANNEL_FEATURES
-from app.localize.model_file import LevelModel, handset_level, load_model
 from tests.conftest import BENCHMARK
 
 

@@ -9,7 +9,7 @@ import pytest
 from app.analysis.estimate import estimate_all
 from app.analysis.model import Analysis, Frame, MatchResult, Trace
 from app.analysis.pipeline import analyze
-from app.eval.masking import MaskingPlan, mask_frames, mask_match, mpf1, stratified_sample
+from tcfl_lab.eval.masking import MaskingPlan, mask_frames, mask_match, mpf1, stratified_sample
 from tests.conftest import running_example
 
 

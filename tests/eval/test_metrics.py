@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.eval.metrics import (
+from tcfl_lab.eval.metrics import (
     distinct_top_k,
     f1,
     mean_or_none,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from app.eval.mutate import OPERATORS, mutations
+from tcfl_lab.eval.mutate import OPERATORS, mutations
 
 SOURCE = """import unittest
 

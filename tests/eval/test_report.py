@@ -9,9 +9,9 @@ from dataclasses import replace
 import pytest
 
 from app.analysis.model import VARIANTS
-from app.eval.masking import MaskingPlan
-from app.eval.report import build_report, render_table
-from app.eval.runner import CaseResult, EvalOptions, evaluate
+from tcfl_lab.eval.masking import MaskingPlan
+from tcfl_lab.eval.report import build_report, render_table
+from tcfl_lab.eval.runner import CaseResult, EvalOptions, evaluate
 from tests.conftest import running_example
 from tests.eval.test_runner import golden_case, heuristic
 

@@ -11,12 +11,12 @@ import pytest
 
 from app.analysis.model import Loc
 from app.analysis.pipeline import analyze
-from app.eval.cases import Case, load_cases
-from app.eval.masking import MaskingPlan
-from app.eval.runner import PAPER_KS, CaseResult, EvalOptions, evaluate, evaluate_case, faulty_elements
 from app.localize.llm import ModelClient
 from app.localize.result import TriageOptions, TriageResult
 from app.triage import triage
+from tcfl_lab.eval.cases import Case, load_cases
+from tcfl_lab.eval.masking import MaskingPlan
+from tcfl_lab.eval.runner import PAPER_KS, CaseResult, EvalOptions, evaluate, evaluate_case, faulty_elements
 from tests.conftest import DATA, running_example
 from tests.support.openai_standin import OpenAIStandin, Reply
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from app.eval.units import normalize_trace
+from tcfl_lab.eval.units import normalize_trace
 
 SOURCE = '''import os
 

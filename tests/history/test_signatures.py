@@ -2,19 +2,31 @@
 
 from __future__ import annotations
 
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from app.analysis.model import Script
 from app.history.signatures import (
     Failure,
     Run,
+    analysis_signature,
     classify,
     err_sig,
     first_bad_version,
     group,
     is_flaky,
     loc_sig,
+    log_signature,
     mask,
+    normalise_error,
     pairwise_f1,
+    snapshot_signature,
     split_exception,
 )
+from tests.conftest import RUNNING
 
 
 def test_mask_hides_run_specific_tokens() -> None:
@@ -102,3 +114,83 @@ def test_mask_hides_addresses_durations_short_ids_and_temp_names() -> None:
     assert mask("Foo::bar deadbeef") == "Foo::bar deadbeef"
     assert mask("at 12:00:03") == "at <n>:<n>:<n>"
     assert err_sig("TimeoutError: after 30.2s", "f", "x") == err_sig("TimeoutError: after 4.75s", "f", "x")
+
+
+# -- the one id of a failure: the same from its log, its analysis and its stored snapshot -----
+
+
+@pytest.mark.parametrize(
+    ("one", "other"),
+    [
+        (
+            "TimeoutError: host 10.0.0.12:8080 did not answer in 30 s",
+            "TimeoutError: host 10.0.0.7:80 did not answer in 5 s",
+        ),
+        ("KeyError: 'user-1842'", "KeyError: 'user-77'"),
+        (
+            "OSError: /tmp/run-a/data.bin missing at 0x7f3a2b",
+            "OSError: /var/tmp/x/data.bin missing at 0xdeadbeef",
+        ),
+        (
+            "Error: failed at 2026-11-23T10:00:01Z id 123e4567-e89b-12d3-a456-426614174000\nmore",
+            "Error: failed at 2025-01-02 03:04:05.123 id 00000000-0000-0000-0000-000000000000\nother",
+        ),
+    ],
+)
+def test_the_id_and_the_shown_error_ignore_run_specific_values(one: str, other: str) -> None:
+    assert normalise_error(one) == normalise_error(other) and "\n" not in normalise_error(one)
+    assert log_signature(one) == log_signature(other)
+    assert log_signature(one) != log_signature("ValueError: " + one)
+
+
+@given(st.text(max_size=200))
+def test_the_shown_error_is_one_masked_line(text: str) -> None:
+    once = normalise_error(text)
+    assert "\n" not in once and len(once) <= 500
+
+
+TRACEBACK = """INFO checking
+Traceback (most recent call last):
+  File "/ci/work/tests/test_a.py", line {line}, in test_a
+    check(x)
+  File "/ci/work/tests/helpers.py", line 3, in check
+    assert value == 2, value
+AssertionError: {value}
+"""
+TEST_A = "from helpers import check\n\n\ndef test_a():\n    x = 1\n    check(x)\n"
+HELPERS = "# helper\n\ndef check(value):\n    assert value == 2, value\n"
+SCRIPTS = (Script("tests/test_a.py", TEST_A), Script("tests/helpers.py", HELPERS))
+
+
+def test_the_id_is_the_innermost_script_frame_not_its_line_number() -> None:
+    log = TRACEBACK.format(line=6, value=1)
+    moved = TRACEBACK.format(line=9, value=7)  # the test file grew by three lines elsewhere
+    edited = (Script("tests/test_a.py", "\n\n\n" + TEST_A), SCRIPTS[1])
+    assert log_signature(log, SCRIPTS) == log_signature(moved, edited)
+    assert log_signature(log, SCRIPTS) == err_sig(
+        "AssertionError: 1", "check", "    assert value == 2, value"
+    )
+    # only the test file known: its frame is the innermost in the scripts
+    assert log_signature(log, SCRIPTS[:1]) == err_sig("AssertionError: 1", "test_a", "check(x)")
+    # no scripts: the innermost frame as printed
+    assert log_signature(log) == err_sig("AssertionError: 1", "check", "assert value == 2, value")
+
+
+def test_an_analysis_and_its_snapshot_give_the_id_the_log_gives() -> None:
+    from app.analysis.pipeline import analyze
+    from app.analysis.render import render
+    from app.analysis.snapshot import build
+
+    for scripts, log in (
+        (SCRIPTS, TRACEBACK.format(line=6, value=1)),
+        (
+            (Script("test_example.py", (RUNNING / "test_example.py").read_text()),),
+            (RUNNING / "failure.log").read_text(),
+        ),
+    ):
+        analysis = analyze(scripts, log)
+        assert analysis.error_frames, "the example fails in a script"
+        want = log_signature(log, scripts)
+        assert analysis_signature(analysis) == want
+        summary = build(analysis, render(analysis, "tplus", "block"), log).summary
+        assert snapshot_signature(json.loads(json.dumps(summary))) == want  # as stored: JSON

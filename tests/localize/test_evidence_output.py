@@ -7,10 +7,10 @@ import asyncio
 import pytest
 
 from app.analysis.model import Script
-from app.cli.triage import format_result
+from app.emit.text import format_result
 from app.localize.evidence import Channel, Evidence
 from app.localize.result import TriageOptions
-from app.triage import triage
+from app.triage import check_options, triage
 
 SCRIPT = """class T:
     def test_kernel(self):
@@ -55,7 +55,7 @@ def test_a_failure_without_evidence_is_marked_as_a_guess() -> None:
 
 def test_disabled_channels_are_validated_and_applied() -> None:
     with pytest.raises(ValueError, match="unknown channel"):
-        TriageOptions(disabled_channels=frozenset({"nonsense"})).validated()
+        check_options(TriageOptions(disabled_channels=frozenset({"nonsense"})))
     with pytest.raises(ValueError, match="single string"):
         TriageOptions(disabled_channels="check").validated()  # type: ignore[arg-type]
     result = _triage(LOG, disabled_channels=frozenset({"check", "traceback"}))

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from app.analysis.model import Script
-from app.ci import triage_results
+from app.ci import local_triager, triage_results
 from app.ingest import read_results
 from app.ingest.resolve import Checkout
 from app.localize.channels.expected import compared, parse_statement, printed
@@ -158,7 +158,7 @@ def test_a_fixture_of_a_parent_conftest_is_triaged_by_tcfl_ci(copy: Path) -> Non
     junit = copy.parent / "junit.xml"
     _run(copy, "--tb=long", f"--junitxml={junit}", "suite/net/test_ports.py")
     results = read_results(junit)
-    report = asyncio.run(triage_results(results, Checkout.scan(copy), HEURISTIC, None))
+    report = asyncio.run(triage_results(results, Checkout.scan(copy), local_triager(HEURISTIC, None)))
     (run,) = report.triaged
     assert run.scripts[:2] == ("suite/net/test_ports.py", "suite/conftest.py")
     assert "suite/net/conftest.py" not in run.scripts  # its fixture is not used by the test

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from app.cli import main
-from app.eval.cases import load_cases
 from app.mining.mine import STATE, SUMMARY, MineOptions, mine
+from tcfl_lab.eval.cases import load_cases
 
 HELPER = "def expected_total():\n    return 4\n"
 TEST = """\

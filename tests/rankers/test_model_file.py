@@ -16,7 +16,7 @@ from app.localize.model_file import (
     write_model,
 )
 from app.options import TriageOptions
-from app.triage import triage
+from app.triage import check_options, triage
 from tests.conftest import BENCHMARK, load_case
 
 
@@ -52,7 +52,7 @@ def test_a_bad_model_file_says_what_is_wrong(tmp_path: Path, edit, message: str)
         load_model(target)
     assert message in str(caught.value)
     with pytest.raises(ValueError, match=r"unknown feature|not a ranker|not supported|levels|same length"):
-        TriageOptions(ranker_model=str(target)).validated()
+        check_options(TriageOptions(ranker_model=str(target)))
     with pytest.raises(ModelFileError, match="cannot read it"):
         load_model(tmp_path / "missing.json")
 

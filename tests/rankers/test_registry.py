@@ -13,7 +13,7 @@ from app.localize.model_file import load_model
 from app.options import TriageOptions
 from app.rankers import choose, make_ranker, ranker_names, register
 from app.rankers.base import Pick, RankAnswer, RankRequest
-from app.triage import prepare, triage
+from app.triage import check_options, prepare, triage
 from tests.conftest import running_example
 
 
@@ -75,7 +75,7 @@ def test_the_heuristic_ranker_answers_what_the_heuristic_ranks() -> None:
 def test_a_registered_ranker_is_picked_by_name_and_filled_in(registered: None) -> None:
     scripts, log, _ = running_example()
     options = golden_options(level="block", k=3, ranker="last")
-    assert options.validated().ranker == "last"
+    assert check_options(options).ranker == "last"
     result = asyncio.run(triage(scripts, log, options, client=None))
     assert result.ranker == "last"
     last = prepare(scripts, log, options).rendered.elements[-1].id
@@ -86,4 +86,4 @@ def test_a_registered_ranker_is_picked_by_name_and_filled_in(registered: None) -
 
 def test_an_unregistered_name_is_a_bad_option() -> None:
     with pytest.raises(ValueError, match="ranker"):
-        golden_options(ranker="last").validated()
+        check_options(golden_options(ranker="last"))

@@ -16,6 +16,7 @@ from app.analysis.model import Script
 from app.localize.result import TriageResult
 from app.options import TriageOptions
 from app.service import pool_jobs
+from app.service.pool_jobs import TriageJob
 
 pytestmark = pytest.mark.slow  # hypothesis over hostile inputs through the analysis: tens of seconds each
 
@@ -79,12 +80,12 @@ def hostile_logs(draw: st.DrawFn) -> str:
 
 def _run(script: str, log: str, options: TriageOptions) -> None:
     try:
-        phase = pool_jobs.static((Script("t.py", script),), log, options, LIMITS)
+        data, _ = pool_jobs.triage(TriageJob((Script("t.py", script),), log, options, LIMITS))
     except InputTooCostly as exc:
         assert "max_" in str(exc)  # names the setting
         return
-    assert isinstance(phase, TriageResult)
-    assert len(phase.ranking) <= options.k
+    assert isinstance(data, dict)
+    assert len(TriageResult.from_dict(data).ranking) <= options.k
 
 
 @FUZZ
@@ -99,7 +100,7 @@ def test_any_nesting_depth_gives_a_result_or_the_nesting_limit(depth: int, heade
     lines = ["def test_x():"] + ["    " * (i + 1) + header.format(i=i) for i in range(depth)]
     script = "\n".join([*lines, "    " * (depth + 1) + "print('deep')"]) + "\n"
     try:
-        pool_jobs.static((Script("t.py", script),), "", TriageOptions(k=2), LIMITS)
+        pool_jobs.triage(TriageJob((Script("t.py", script),), "", TriageOptions(k=2), LIMITS))
     except InputTooCostly as exc:
         assert depth + 1 > LIMITS.max_nesting_depth and "max_nesting_depth" in str(exc)
 
@@ -110,8 +111,9 @@ def test_user_log_functions_never_crash_the_analysis(patterns: list[str], calls:
     script = "def test_x():\n" + "".join(f"    Log.log('step {i} %s', i)\n" for i in range(calls))
     log = "\n".join(f"step {i} {i}" for i in range(calls))
     try:
-        phase = pool_jobs.static((Script("t.py", script),), log, TriageOptions(log_functions=tuple(patterns)))
+        options = TriageOptions(log_functions=tuple(patterns))
+        data, _ = pool_jobs.triage(TriageJob((Script("t.py", script),), log, options, snapshot=False))
     except ValueError as exc:
         assert "log function pattern" in str(exc)
         return
-    assert isinstance(phase, TriageResult)
+    assert isinstance(data, dict) and TriageResult.from_dict(data).options is not None

@@ -17,7 +17,8 @@ from app.rankers.base import RankRequest
 from app.rankers.heuristic import HeuristicRanker
 from app.service import pool_jobs
 from app.service.pool import INLINE_BYTES, AnalysisPool, AnalysisRejected, PoolLimits
-from app.triage import prepare, rank, triage
+from app.service.pool_jobs import TriageJob
+from app.triage import prepare, triage
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "data" / "running-example"
 OPTIONS = TriageOptions(log_functions=("Log.log",), k=3)
@@ -26,6 +27,17 @@ OPTIONS = TriageOptions(log_functions=("Log.log",), k=3)
 def _example() -> tuple[tuple[Script, ...], str]:
     script = Script("test_example.py", (EXAMPLE / "test_example.py").read_text())
     return (script,), (EXAMPLE / "failure.log").read_text()
+
+
+def _job(scripts: tuple[Script, ...], log: str, options: TriageOptions = OPTIONS, **more: Any) -> TriageJob:
+    return TriageJob(scripts, log, options, snapshot=False, **more)
+
+
+def _result(done: Any) -> TriageResult:
+    """A finished job's stored data read back as the result."""
+    data, packed = done
+    assert isinstance(data, dict) and packed is None
+    return TriageResult.from_dict(data)
 
 
 def _with_pool(limits: PoolLimits, body: Callable[[AnalysisPool], Awaitable[Any]], size: int = 1) -> Any:
@@ -43,9 +55,8 @@ def _with_pool(limits: PoolLimits, body: Callable[[AnalysisPool], Awaitable[Any]
 def test_without_a_model_the_worker_returns_the_result_the_process_would() -> None:
     scripts, log = _example()
     here = asyncio.run(triage(scripts, log, OPTIONS, client=None))
-    there = _with_pool(PoolLimits(), lambda pool: pool.run("static", scripts, log, OPTIONS))
-    assert isinstance(there, TriageResult)
-    assert there.ranking == here.ranking
+    there = _result(_with_pool(PoolLimits(), lambda pool: pool.run("triage", _job(scripts, log))))
+    assert there.to_dict()["ranking"] == here.to_dict()["ranking"]
     assert (there.error_message, there.warnings) == (here.error_message, here.warnings)
 
 
@@ -56,32 +67,21 @@ def test_a_job_over_the_inline_size_and_one_under_it_give_the_analysis_of_the_pr
     assert len(padded.encode()) > INLINE_BYTES > len(log.encode()) + 4_000
 
     async def both(pool: AnalysisPool) -> list[Any]:
-        return [await pool.run("static", scripts, text, OPTIONS) for text in (log, padded, log)]
+        return [_result(await pool.run("triage", _job(scripts, text))) for text in (log, padded, log)]
 
     small, big, again = _with_pool(PoolLimits(), both, size=2)
     for there, text in ((small, log), (big, padded), (again, log)):
         here = asyncio.run(triage(scripts, text, OPTIONS, client=None))
-        assert there.ranking == here.ranking and there.error_message == here.error_message
-
-
-def test_a_ranking_without_a_model_runs_to_its_end_without_an_event_loop() -> None:
-    scripts, log = _example()
-    request = prepare(scripts, log, OPTIONS)
-    done = pool_jobs._without_loop(rank(request, client=None))
-    assert done.ranking == asyncio.run(rank(request, client=None)).ranking
-
-    async def waits() -> TriageResult:
-        await asyncio.sleep(0)
-        return done
-
-    with pytest.raises(RuntimeError, match="waited on I/O"):
-        pool_jobs._without_loop(waits())
+        assert there.to_dict()["ranking"] == here.to_dict()["ranking"]
+        assert there.error_message == here.error_message
 
 
 def test_with_a_model_the_worker_returns_the_prepared_request_and_heuristic_picks() -> None:
     scripts, log = _example()
     here = prepare(scripts, log, OPTIONS)
-    there = _with_pool(PoolLimits(), lambda pool: pool.run("static", scripts, log, OPTIONS, None, True))
+    there, _ = _with_pool(
+        PoolLimits(), lambda pool: pool.run("triage", _job(scripts, log, model_configured=True))
+    )
     assert isinstance(there, RankRequest)
     assert there.rendered == here.rendered and there.prompt == here.prompt
     assert there.heuristic is not None and there.heuristic[0] is there.rendered
@@ -113,7 +113,7 @@ def test_a_worker_parses_a_script_once_and_answers_each_log_of_it_as_the_process
 
     async def body(pool: AnalysisPool) -> tuple[list[Any], tuple[int, int, int], tuple[int, int, int]]:
         before = await pool.run("parse_cache_stats")
-        done = [await pool.run("static_with_snapshot", scripts, text, OPTIONS) for text in (log, other)]
+        done = [await pool.run("triage", TriageJob(scripts, text, OPTIONS)) for text in (log, other)]
         return done, before, await pool.run("parse_cache_stats")
 
     done, before, after = _with_pool(PoolLimits(), body)
@@ -132,7 +132,7 @@ def test_a_pool_told_to_keep_no_parse_parses_every_case() -> None:
         await pool.start()
         try:
             for _ in range(2):
-                await pool.run("static", scripts, log, OPTIONS)
+                await pool.run("triage", _job(scripts, log))
             return await pool.run("parse_cache_stats")
         finally:
             await pool.close()
@@ -148,7 +148,7 @@ def test_a_new_parse_is_frozen_before_the_next_job_so_collections_stay_cheap() -
     async def body(pool: AnalysisPool) -> list[int]:
         counts = [await pool.run("frozen_objects")]
         for case in (other, scripts, scripts):
-            await pool.run("static", case, log, OPTIONS)
+            await pool.run("triage", _job(case, log))
             counts.append(await pool.run("frozen_objects"))
         return counts
 
@@ -163,7 +163,7 @@ def test_bad_options_are_a_value_error_and_the_worker_stays() -> None:
 
     async def body(pool: AnalysisPool) -> int:
         with pytest.raises(ValueError, match="level must be one of"):
-            await pool.run("static", scripts, log, TriageOptions(level="everything"))
+            await pool.run("triage", _job(scripts, log, TriageOptions(level="everything")))
         await pool.run("ping")
         return pool.recycled
 

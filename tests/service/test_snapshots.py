@@ -6,20 +6,20 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import pytest
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.analysis import snapshot
 from app.analysis.model import Script
+from app.history.signatures import log_signature
 from app.localize.result import TriageOptions
 from app.service import snapshots
-from app.service.signature import normalise_error, signature
+from app.service.pool_jobs import stored_data
 from app.service.snapshots import SNAPSHOT_KEY, LogChunkRow, SnapshotRow
 from app.service.store import MIGRATIONS_DIR, Store, Submission, TriageRequestRow
-from app.triage import triage_with_snapshot
-from tests.service.dashboard.conftest import run_async
+from app.triage import finish, prepare, rank
 from tests.service.helpers import EXAMPLE
 
 PATH = "test_example.py"
@@ -35,11 +35,10 @@ def padded_log(extra: int) -> str:
 
 
 def triage_data(log: str) -> dict[str, Any]:
-    result, snap = run_async(lambda: triage_with_snapshot(SCRIPTS, log, OPTIONS, client=None))
-    data = result.to_dict()
-    data.pop("id")
-    data.pop("status")
-    data[SNAPSHOT_KEY] = snap
+    """A triage's data as a runner hands it to the store: the result and its snapshot."""
+    request = prepare(SCRIPTS, log, OPTIONS, explain=True)
+    data = stored_data(finish(lambda: rank(request, client=None)))
+    data[SNAPSHOT_KEY] = snapshot.build(request.analysis, request.rendered, log)
     return data
 
 
@@ -74,7 +73,8 @@ def test_result_and_snapshot_are_stored_together_and_read_by_window(database_url
         assert all(matched[n] for n in range(1, 6))  # the five messages matched their statements
         with Session(store.engine) as session:
             row = session.get_one(SnapshotRow, request_id)
-            assert row.signature == signature(data["error_message"], data["ranking"][0])
+            # read off the snapshot, the failure's one id: what its log and scripts give it
+            assert row.signature == log_signature(log, SCRIPTS)
             assert row.ranker == "heuristic" and "ZeroDivisionError" in (row.error_text or "")
             assert row.log_lines == len(all_lines)
             chunks = session.scalars(select(LogChunkRow).where(LogChunkRow.request_id == request_id)).all()
@@ -122,9 +122,8 @@ def test_migration_indexes_results_stored_before_snapshots(tmp_path: Path) -> No
             command.upgrade(cfg, "head")
         with Session(store.engine) as session:
             row = session.get_one(SnapshotRow, request_id)
-            assert row.summary_z is None and row.signature == signature(
-                data["error_message"], data["ranking"][0]
-            )
+            # 0008 gave it the failure's one id, from its stored log and scripts
+            assert row.summary_z is None and row.signature == log_signature(EXAMPLE_LOG, SCRIPTS)
             assert session.get_one(TriageRequestRow, request_id).status == "done"
         assert snapshots.load(store.engine, request_id, lambda s: [(1, 1)]) is None  # computed on first view
         with store.engine.begin() as conn:
@@ -134,34 +133,6 @@ def test_migration_indexes_results_stored_before_snapshots(tmp_path: Path) -> No
             assert "analysis_snapshots" not in set(conn.dialect.get_table_names(conn))
     finally:
         store.close()
-
-
-@pytest.mark.parametrize(
-    ("one", "other"),
-    [
-        (
-            "TimeoutError: host 10.0.0.12:8080 did not answer in 30 s",
-            "TimeoutError: host 10.0.0.7:80 did not answer in 5 s",
-        ),
-        ("KeyError: 'user-1842'", "KeyError: 'user-77'"),
-        (
-            "OSError: /tmp/run-a/data.bin missing at 0x7f3a2b",
-            "OSError: /var/tmp/x/data.bin missing at 0xdeadbeef",
-        ),
-        (
-            "failed at 2026-11-23T10:00:01Z id 123e4567-e89b-12d3-a456-426614174000",
-            "failed at 2025-01-02 03:04:05.123 id 00000000-0000-0000-0000-000000000000",
-        ),
-    ],
-)
-def test_signatures_ignore_run_specific_values(one: str, other: str) -> None:
-    top = {"path": "t.py", "code": "x = f(1)\n  y = 2", "start_line": 3, "end_line": 4}
-    moved = {**top, "code": "x = f(1)\ny = 2", "start_line": 30, "end_line": 31}
-    assert normalise_error(one) == normalise_error(other)
-    assert signature(one, top) == signature(other, moved)
-    assert signature(one, top) != signature(one, {**top, "path": "u.py"})
-    assert signature(one, top) != signature("ValueError: " + one, top)
-    assert signature(one, None) != signature(one, top)
 
 
 def test_the_snapshot_tables_are_created_as_modelled(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ the log and the error message), ``tracebacks`` (Python tracebacks and pytest rep
 """
 
 from app.analysis.logparse.formats import KNOWN_FORMATS, check_prefix_format, decode_log
-from app.analysis.logparse.frames import folder_conflict, match_script_path, realign
+from app.analysis.logparse.frames import folder_conflict, match_script_path, realign, script_frames
 from app.analysis.logparse.messages import LogMessages, parse_log
 
 __all__ = [
@@ -18,4 +18,5 @@ __all__ = [
     "match_script_path",
     "parse_log",
     "realign",
+    "script_frames",
 ]

@@ -86,7 +86,8 @@ _ALL = tuple(range(len(_FORMATS)))
 _LIVE_BRACKET = KNOWN_FORMATS.index("pytest-live-bracket")
 _TRANSPORTS = frozenset({KNOWN_FORMATS.index("syslog"), KNOWN_FORMATS.index("iso")})
 
-# Patterns are compiled on first use: the ~30 alternations cost tens of milliseconds at import.
+# Patterns are compiled on first use: compiling every format's alternation at import would slow
+# every start, and most runs need a few of them.
 
 
 @cache
@@ -876,7 +877,7 @@ def _binary_share(text: str, *, replaced: int | None = None) -> float:
     sample = text[:_BINARY_SAMPLE]
     if not sample:
         return 0.0
-    if sample.isascii():  # every other byte deleted, what is left counted: ten times the regex's speed
+    if sample.isascii():  # every other byte deleted, what is left counted: faster than the regex
         odd = len(sample.encode("ascii").translate(None, _NOT_CONTROL_ASCII))
     else:
         odd = len(_CONTROL_CHAR.findall(sample))  # a C scan; a text has few, so the list stays small

@@ -9,7 +9,10 @@ holding that text, and the move is reported.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+from app.analysis.model import Frame
 
 SKEW_WINDOW = 6  # lines a traceback's line number may be off by (reporters run slightly different copies)
 _SPACE = re.compile(r"\s+")
@@ -96,3 +99,44 @@ def folder_conflict(printed_path: str, script_path: str) -> str | None:
 def _components(path: str) -> list[str]:
     cleaned = path.strip().strip("\"'").replace("\\", "/")
     return [c for c in cleaned.split("/") if c and c != "."]
+
+
+def script_frames(
+    frames: Sequence[Frame], files: Mapping[str, Sequence[str]]
+) -> tuple[list[Frame], list[str]]:
+    """The frames in the scripts (``files``: path -> lines), path rewritten and line numbers
+    corrected for small skew, and warnings about the matches; frames elsewhere are dropped."""
+    out: list[Frame] = []
+    warnings: list[str] = []
+    paths = list(files)
+    for frame in frames:
+        path = match_script_path(frame.path, paths)
+        if path is None:
+            continue
+        lines = files[path]
+        line = realign(lines, frame.line, frame.code)
+        if line is None:
+            warnings.append(
+                f"traceback frame {frame.path}:{frame.line} is outside {path} ({len(lines)} lines); ignored"
+            )
+            continue
+        conflict = folder_conflict(frame.path, path)
+        if conflict is not None and not _code_confirms(lines[line - 1], frame.code):
+            warnings.append(
+                f"traceback frame {frame.path} was matched to {path} by file name only ({conflict}) and"
+                " the log shows no code to confirm it: if it comes from another file of that name, submit it"
+            )
+        if line != frame.line:
+            warnings.append(
+                f"traceback line {frame.line} of {path} does not hold the code the log shows;"
+                f" using line {line}"
+            )
+        out.append(replace(frame, path=path, line=line))
+    return out, warnings
+
+
+def _code_confirms(source_line: str, printed: str | None) -> bool:
+    """Whether the code a frame printed is the script's line: a folder mismatch is then a checkout path."""
+    want = " ".join((printed or "").split())
+    have = " ".join(source_line.split())
+    return bool(want) and (have == want or have.startswith(want))

@@ -19,25 +19,75 @@ _HEAD = 4000  # characters of the message read: the exception line is at its sta
 _ID = r"[A-Za-z_]\w*"
 _DOTTED = r"[A-Za-z_][\w.]*"
 
-_UNDEFINED = re.compile(rf"\b(?:global )?name '({_ID})' is not defined")
-_UNBOUND = re.compile(
-    rf"\b(?:local|free) variable '({_ID})' referenced before assignment|"
-    rf"\bcannot access (?:local|free) variable '({_ID})' where it is not associated with a value"
+
+@dataclass(frozen=True)
+class _Form:
+    """One wording of an error message, and the facts it tells."""
+
+    kind: str
+    pattern: re.Pattern[str]
+    groups: tuple[str, ...]  # the fact each group holds; two groups of one fact are alternatives
+    owner: str | None = None  # whose attribute is missing
+    qualify: bool = False  # the callee's class is read before it (3.10+ ``X.f() takes ...``)
+
+
+def _form(
+    kind: str, pattern: str, groups: tuple[str, ...], owner: str | None = None, *, qualify: bool = False
+) -> _Form:
+    return _Form(kind, re.compile(pattern), groups, owner, qualify)
+
+
+# In the order tried, the first found wins: where wordings overlap the narrower comes first
+# (2.7's ``'module' object has no attribute`` before any object's).
+_FORMS = (
+    _form(
+        "unbound-local",
+        rf"\b(?:local|free) variable '({_ID})' referenced before assignment|"
+        rf"\bcannot access (?:local|free) variable '({_ID})' where it is not associated with a value",
+        ("name", "name"),
+    ),
+    _form("undefined-name", rf"\b(?:global )?name '({_ID})' is not defined", ("name",)),
+    _form(
+        "missing-attribute",
+        rf"\bmodule '({_DOTTED})' has no attribute '({_ID})'",
+        ("owner_name", "attribute"),
+        "module",
+    ),
+    _form("missing-attribute", rf"'module' object has no attribute '({_ID})'", ("attribute",), "module"),
+    _form(
+        "missing-attribute",
+        rf"\btype object '({_DOTTED})' has no attribute '({_ID})'|\bclass ({_ID}) has no attribute '({_ID})'",
+        ("owner_name", "attribute", "owner_name", "attribute"),
+        "type",
+    ),
+    _form(
+        "missing-attribute",
+        rf"'({_DOTTED})' object has no attribute '({_ID})'",
+        ("owner_name", "attribute"),
+        "object",
+    ),
+    _form(
+        "missing-attribute",
+        rf"\b({_ID}) instance has no attribute '({_ID})'",
+        ("owner_name", "attribute"),
+        "instance",
+    ),
+    _form(
+        "arguments",
+        rf"\bunbound method ({_ID})\(\) must be called with ({_ID}) instance",
+        ("callee", "qualifier"),
+    ),
+    _form(
+        "arguments",
+        rf"\b({_ID})\(\) (?:takes|missing \d+ required|got an unexpected keyword argument|"
+        r"got multiple values for|got some positional-only)",
+        ("callee",),
+        qualify=True,
+    ),
+    _form("missing-module", rf"\bNo module named '?({_DOTTED})'?", ("module",)),
+    _form("cannot-import", rf"\bcannot import name '?({_ID})'?(?: from '({_DOTTED})')?", ("name", "module")),
 )
-_MODULE_ATTR = re.compile(rf"\bmodule '({_DOTTED})' has no attribute '({_ID})'")
-_MODULE_ATTR_27 = re.compile(rf"'module' object has no attribute '({_ID})'")
-_TYPE_ATTR = re.compile(
-    rf"\btype object '({_DOTTED})' has no attribute '({_ID})'|\bclass ({_ID}) has no attribute '({_ID})'"
-)
-_OBJECT_ATTR = re.compile(rf"'({_DOTTED})' object has no attribute '({_ID})'")
-_INSTANCE_ATTR = re.compile(rf"\b({_ID}) instance has no attribute '({_ID})'")
-_ARGS = re.compile(
-    rf"\b({_ID})\(\) (?:takes|missing \d+ required|got an unexpected keyword argument|"
-    r"got multiple values for|got some positional-only)"
-)
-_UNBOUND_METHOD = re.compile(rf"\bunbound method ({_ID})\(\) must be called with ({_ID}) instance")
-_MISSING_MODULE = re.compile(rf"\bNo module named '?({_DOTTED})'?")
-_CANNOT_IMPORT = re.compile(rf"\bcannot import name '?({_ID})'?(?: from '({_DOTTED})')?")
+
 _KEY = re.compile(r"\bKeyError: (?:[ub]?(['\"])(.{1,80}?)\1|(-?\d{1,40}))\s*$", re.MULTILINE)
 _NONE = ("NoneType", "'None' object")
 _OPERAND = (
@@ -101,33 +151,15 @@ def python_error(message: str) -> PythonError:
     key = _KEY.search(text)
     if key:
         facts["key"] = key.group(2) if key.group(2) is not None else key.group(3)
-    if m := _UNBOUND.search(text):
-        facts.update(kind="unbound-local", name=m.group(1) or m.group(2))
-    elif m := _UNDEFINED.search(text):
-        facts.update(kind="undefined-name", name=m.group(1))
-    elif m := _MODULE_ATTR.search(text):
-        facts.update(kind="missing-attribute", owner="module", owner_name=m.group(1), attribute=m.group(2))
-    elif m := _MODULE_ATTR_27.search(text):
-        facts.update(kind="missing-attribute", owner="module", attribute=m.group(1))
-    elif m := _TYPE_ATTR.search(text):
-        facts.update(
-            kind="missing-attribute",
-            owner="type",
-            owner_name=m.group(1) or m.group(3),
-            attribute=m.group(2) or m.group(4),
-        )
-    elif m := _OBJECT_ATTR.search(text):
-        facts.update(kind="missing-attribute", owner="object", owner_name=m.group(1), attribute=m.group(2))
-    elif m := _INSTANCE_ATTR.search(text):
-        facts.update(kind="missing-attribute", owner="instance", owner_name=m.group(1), attribute=m.group(2))
-    elif m := _UNBOUND_METHOD.search(text):
-        facts.update(kind="arguments", callee=m.group(1), qualifier=m.group(2))
-    elif m := _ARGS.search(text):
-        facts.update(kind="arguments", callee=m.group(1), qualifier=_qualifier(text, m.start(1)))
-    elif m := _MISSING_MODULE.search(text):
-        facts.update(kind="missing-module", module=m.group(1))
-    elif m := _CANNOT_IMPORT.search(text):
-        facts.update(kind="cannot-import", name=m.group(1), module=m.group(2))
+    for form in _FORMS:
+        if m := form.pattern.search(text):
+            facts.update(kind=form.kind, owner=form.owner)
+            for fact, value in zip(form.groups, m.groups(), strict=True):
+                if value is not None:  # of two alternatives, the one that matched
+                    facts[fact] = value
+            if form.qualify:
+                facts["qualifier"] = _qualifier(text, m.start(1))
+            break
     return PythonError(**facts)  # type: ignore[arg-type]
 
 

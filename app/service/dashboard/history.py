@@ -11,7 +11,8 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
-from app.history.surface import Bar, changed_hunks, channel_bars, element_channels, timeline
+from app.history.surface import Bar, changed_hunks, channel_bars, timeline
+from app.localize.result import history_terms
 from app.service.dashboard.auth import KeyedRoute
 from app.service.dashboard.pages import render, templates
 from app.service.deps import RuntimeDep
@@ -27,7 +28,7 @@ SUMMARY_RUNS = 20  # runs read per test on the list, for its last verdict and fl
 def history_bars(triage: dict[str, Any]) -> dict[int, list[Bar]]:
     """rank -> bars of the history channels for a stored triage, scaled to the page's widest term."""
     per_rank = {
-        int(item["rank"]): (item.get("history") or element_channels(item))["channels"]
+        int(item["rank"]): (item.get("history") or history_terms(item))["channels"]
         for item in triage.get("ranking") or ()
     }
     widest = max((w for channels in per_rank.values() for w in channels.values()), default=0.0)

@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import Engine, Select, func, or_, select
 from sqlalchemy.orm import Session
 
+from app.ingest.testkey import canonical_key
 from app.service.snapshots import SnapshotRow
 from app.service.store import Page, RequestScriptRow, ResultRow, TriageRequestRow, _iso, stored_triage
 from app.service.views import triage_summary
@@ -77,10 +78,12 @@ class Filters:
 
 
 @dataclass(frozen=True)
-class Group:
+class GroupRow:
+    """One signature's row of the failure list's grouped view."""
+
     signature: str
     count: int
-    tests: int  # distinct test ids
+    tests: int  # distinct tests (their ids' keys)
     latest_id: int
     first_seen: str | None
     last_seen: str | None
@@ -146,13 +149,12 @@ def search(engine: Engine, filters: Filters, *, limit: int, cursor: int | None) 
     return Page(items=items, next_cursor=items[-1]["id"] if len(rows) > limit else None)
 
 
-def groups(engine: Engine, filters: Filters, *, limit: int, offset: int) -> tuple[list[Group], bool]:
+def groups(engine: Engine, filters: Filters, *, limit: int, offset: int) -> tuple[list[GroupRow], bool]:
     """Failures with the same signature together, biggest group first; and whether more follow."""
     query = (
         select(
             SnapshotRow.signature,
             func.count(),
-            func.count(func.distinct(TriageRequestRow.test_id)),
             func.max(TriageRequestRow.id),
             func.min(TriageRequestRow.created_at),
             func.max(TriageRequestRow.created_at),
@@ -163,17 +165,30 @@ def groups(engine: Engine, filters: Filters, *, limit: int, offset: int) -> tupl
     )
     with Session(engine) as session, session.begin():
         rows = session.execute(_filtered(query, filters).offset(offset).limit(limit + 1)).all()
-    more = extras(engine, [int(r[3]) for r in rows[:limit]])
+        labels = session.execute(
+            _filtered(
+                select(SnapshotRow.signature, TriageRequestRow.test_id)
+                .join(SnapshotRow, SnapshotRow.request_id == TriageRequestRow.id)
+                .where(SnapshotRow.signature.in_([r[0] for r in rows[:limit]]))
+                .distinct(),
+                filters,
+            )
+        ).all()
+    tested: dict[str, set[str]] = {}
+    for sig, label in labels:  # one test under two tools' ids is one test (app.ingest.testkey)
+        if label and label.strip():
+            tested.setdefault(sig, set()).add(canonical_key(label))
+    more = extras(engine, [int(r[2]) for r in rows[:limit]])
     out = [
-        Group(
+        GroupRow(
             signature=str(sig),
             count=int(count),
-            tests=int(tests),
+            tests=len(tested.get(sig, ())),
             latest_id=int(latest),
             first_seen=_iso(first),
             last_seen=_iso(last),
             extra=more[int(latest)],
         )
-        for sig, count, tests, latest, first, last in rows[:limit]
+        for sig, count, latest, first, last in rows[:limit]
     ]
     return out, len(rows) > limit

@@ -10,36 +10,32 @@ from fastapi import APIRouter, HTTPException, Path, Query, Request
 
 from app.history.records import RunRecord, parse_run
 from app.history.surface import spectrum_view
+from app.ingest.testkey import canonical_key
 from app.service.deps import RuntimeDep
 from app.service.history_store import SIGNATURE_PAGE, HistoryStore, SignatureOrder, signature_runs
+from app.service.routes.batches import JSONL_TYPES, body_doc
 from app.service.routes.triage import ERRORS
 from app.settings import Settings
 
 router = APIRouter(tags=["history"])
-NDJSON = frozenset(
-    {"application/x-ndjson", "application/jsonl", "application/x-jsonlines", "application/ndjson"}
-)
-_BODY_DOC = {
-    "requestBody": {
-        "required": True,
-        "content": {
-            "application/json": {
-                "schema": {
-                    "description": 'One run record, a list of them, or {"runs": [...]}: test_id, verdict'
-                    " (pass/fail/error/skip), optional started_at, env, params, ci {pipeline, job_url,"
-                    " commit}, scripts [{path, content}], log",
-                    "type": "object",
-                }
-            },
-            "application/x-ndjson": {"schema": {"type": "string", "description": "One run record per line"}},
+_BODY_DOC = body_doc(
+    {
+        "application/json": {
+            "schema": {
+                "description": 'One run record, a list of them, or {"runs": [...]}: test_id, verdict'
+                " (pass/fail/error/skip), optional started_at, env, params, ci {pipeline, job_url,"
+                " commit}, scripts [{path, content}], log",
+                "type": "object",
+            }
         },
+        "application/x-ndjson": {"schema": {"type": "string", "description": "One run record per line"}},
     }
-}
+)
 
 
 def parse_runs(body: bytes, media: str, settings: Settings) -> list[RunRecord]:
     """Records from a JSON or NDJSON body; ``ValueError`` naming the record that is wrong."""
-    if media in NDJSON:
+    if media in JSONL_TYPES:
         items = []
         for n, line in enumerate(body.decode("utf-8", errors="replace").splitlines(), 1):
             if line.strip():
@@ -145,7 +141,7 @@ async def test_spectrum(
     if page is None:
         what = f"version {version!r} of test {key!r}" if version else f"test {key!r}"
         raise HTTPException(404, f"no runs with a trace recorded for {what}")
-    return {"key": key, **page}
+    return {"key": canonical_key(key), **page}  # the key in any tool's form found it
 
 
 @router.get("/v1/runs/{run_id}", responses={**ERRORS, 404: {"description": "No such run"}})

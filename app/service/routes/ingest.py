@@ -15,31 +15,41 @@ import binascii
 import json
 import logging
 import tempfile
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi import Path as PathParam
 from fastapi.responses import JSONResponse, RedirectResponse, Response
+from pydantic import ValidationError
 from starlette.datastructures import UploadFile
 
-from app.ci import CiReport, triage_results
+from app.analysis.logstatements import compile_patterns
+from app.analysis.model import Script
+from app.ci import CiReport, Triager, history_key, triage_results
 from app.emit import FORMATS, emit
 from app.history.records import RunRecord
 from app.ingest import FORMATS as RESULT_FORMATS
 from app.ingest import IngestError, Results, merge, parse_bytes, read_folder
 from app.ingest.archive import extract, is_archive, safe_name
+from app.ingest.base import TestRun
 from app.ingest.resolve import Checkout
+from app.localize.result import TriageResult
 from app.options import TriageOptions, resolve_options
 from app.service.ci_runs import CiRunStore
 from app.service.dashboard.auth import KeyedRoute
 from app.service.dashboard.pages import render
 from app.service.deps import Runtime, RuntimeDep
 from app.service.history_store import HistoryStore, records_from_ci
+from app.service.pool import PoolUnavailable
+from app.service.record import SNAPSHOT_KEY
 from app.service.routes.triage import ERRORS, MAX_ID
+from app.service.schemas import OptionsIn
 from app.service.store import Submission
 from app.service.views import triage_view
 from app.settings import Settings
+from app.triage import check_options
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +71,7 @@ _ACCEPT = {
     "text/xml": "junit",
     "text/plain": "text",
 }
-OPTION_FIELDS = ("level", "k", "trace", "ranker", "log_functions", "log_format")
+OPTION_FIELDS = tuple(sorted(OptionsIn.model_fields))  # as POST /v1/triage takes them
 MAX_SCRIPTS = 10_000
 _BODY_DOC = {
     "requestBody": {
@@ -155,19 +165,21 @@ async def ingest(
             raise HTTPException(exc.status, str(exc)) from None
         except IngestError as exc:
             raise HTTPException(422, str(exc)) from None
-        report = await triage_results(
-            results,
-            checkout,
-            options,
-            runtime.client,
-            max_files=runtime.settings.max_files_per_case,
-            max_log_bytes=runtime.settings.max_log_bytes,
-        )
+        try:
+            report = await triage_results(
+                results,
+                checkout,
+                _triager(runtime, options),
+                max_files=runtime.settings.max_files_per_case,
+                max_log_bytes=runtime.settings.max_log_bytes,
+            )
+        except PoolUnavailable as exc:
+            raise HTTPException(503, str(exc), headers={"Retry-After": "5"}) from None
         source = str(fields.get("name") or "")
         # passes take their scripts from the checkout, which lives only as long as the work folder
         records = await asyncio.to_thread(_records, report, source, checkout)
     report = _count_unresolved(report, records)
-    report, run_id = await asyncio.to_thread(_store, runtime, report, options, source, records)
+    report, run_id = await asyncio.to_thread(_store, runtime, report, source, records)
     if out_format == "json":
         body = report.to_dict()
         body["id"] = run_id
@@ -322,21 +334,25 @@ def _checkout_limit(settings: Settings) -> int:
 
 
 def _options(fields: dict[str, Any], settings: Settings) -> TriageOptions:
+    """The option fields checked as ``POST /v1/triage`` checks them (the same request model)."""
+    given = {k: fields[k] for k in OPTION_FIELDS if k in fields}
     try:
-        options = resolve_options(
-            settings,
-            level=fields.get("level"),
-            k=fields.get("k"),
-            trace=fields.get("trace"),
-            ranker=fields.get("ranker"),
-            log_functions=fields.get("log_functions") or (),
-            log_format=fields.get("log_format"),
-        )
+        asked = OptionsIn.model_validate(given)
+    except ValidationError as exc:
+        raise _Bad(422, "; ".join(_error_text(e) for e in exc.errors()[:5])) from None
+    try:
+        options = check_options(resolve_options(settings, **asked.model_dump()))
+        compile_patterns(options.log_functions)
     except (ValueError, TypeError) as exc:
         raise _Bad(422, str(exc)) from None
     if options.ranker == "llm" and not settings.model_url:
         raise _Bad(422, "ranker 'llm' needs a model server, and TCFL_MODEL_URL is not set")
     return options
+
+
+def _error_text(error: Mapping[str, Any]) -> str:
+    where = ".".join(str(part) for part in error.get("loc", ()))
+    return f"{where}: {error.get('msg', 'invalid')}" if where else str(error.get("msg", "invalid"))
 
 
 def _results(fields: dict[str, Any], work: Path) -> Results:
@@ -386,24 +402,29 @@ def _count_unresolved(report: CiReport, records: list[RunRecord]) -> CiReport:
     return replace(report, warnings=(*report.warnings, warning))
 
 
-def _store(
-    runtime: Runtime, report: CiReport, options: TriageOptions, source: str, records: list[RunRecord]
-) -> tuple[CiReport, int]:
-    """Each triage as an ordinary stored triage labelled with its test id, then the run that lists them."""
-    from dataclasses import replace
-
+def _triager(runtime: Runtime, options: TriageOptions) -> Triager:
+    """Each failed test through the service's one triage driver (the analysis pool, its cost limits,
+    the test's recorded history), stored as an ordinary triage labelled with its test id."""
     opts = options.to_dict()  # stored whole, like every other triage's options
-    stored = []
-    for item in report.triaged:
-        if item.result is None:
-            stored.append(item)
-            continue
+
+    async def one(run: TestRun, scripts: Sequence[Script]) -> TriageResult:
         case = Submission(
-            scripts=item.sources, log=item.run.log, options=opts, test_id=item.run.test_id[:200]
+            scripts=tuple(scripts),
+            log=run.log,
+            options=opts,
+            test_id=run.test_id[:200],
+            test=history_key(run),
         )
-        triage_id = runtime.store.record_triage(case, item.result.to_dict()).id
-        stored.append(replace(item, triage_id=triage_id))
-    report = replace(report, triaged=tuple(stored))
+        data = await runtime.runner(case)
+        stored = await asyncio.to_thread(runtime.store.record_triage, case, data)
+        data.pop(SNAPSHOT_KEY, None)
+        return TriageResult.from_dict({**data, "id": str(stored.id)})
+
+    return one
+
+
+def _store(runtime: Runtime, report: CiReport, source: str, records: list[RunRecord]) -> tuple[CiReport, int]:
+    """The run that lists the failed tests' triages (each stored as it was made), then the history."""
     body = report.to_dict()
     run_id = CiRunStore(runtime.store.engine).create(
         report.format, source, {k: body[k] for k in ("summary", "groups", "warnings")}, body["tests"]

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Path, Query
 
-from app.service import history_triage
 from app.service.cases import InvalidInput, LimitExceeded, to_case
 from app.service.deps import RuntimeDep
 from app.service.jobs import triage_now
@@ -40,9 +38,7 @@ async def create_triage(body: TriageRequest, runtime: RuntimeDep) -> dict[str, A
     except InvalidInput as exc:
         raise HTTPException(422, str(exc)) from None
     try:
-        # the plain runner unless history applies
-        run = functools.partial(history_triage.run, runtime, body=body)
-        stored = await triage_now(runtime.store, run, runtime.leases, case, runtime.writer)
+        stored = await triage_now(runtime.store, runtime.runner, runtime.leases, case, runtime.writer)
     except ValueError as exc:  # AnalysisRejected too: a limit the input exceeded
         raise HTTPException(422, str(exc)) from None
     except PoolUnavailable as exc:

@@ -67,6 +67,15 @@ def test_submit_rank_feedback_and_accuracy(page: Any, server: Server) -> None:
         assert badge.count() == 1
     assert "ZeroDivisionError: division by zero" in page.get_by_test_id("error-message").inner_text()
 
+    # score bars draw their share under the CSP (no inline style): the top one full, the others less
+    widths = page.locator("[data-testid=score] .scorebar > span").evaluate_all(
+        "els => els.map(e => e.getBoundingClientRect().width / e.parentElement.clientWidth)"
+    )
+    scaled = [int(item.get_by_test_id("score").inner_text().split("/")[0]) for item in items.all()]
+    assert len(widths) == 3 and abs(widths[0] - 1.0) < 0.02
+    for width, score in zip(widths, scaled, strict=True):
+        assert abs(width - score / 100) <= 0.06, (widths, scaled)  # 5 % steps
+
     # pruned lines are exactly the code lines the ranked variant (tplus) drops
     assert pruned_lines(page) == code_lines() - set(EXPECTED["enhanced"]["trace"])
 

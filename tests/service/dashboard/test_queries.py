@@ -58,3 +58,18 @@ def test_search_filters_and_groups(database_url: str) -> None:
         assert stored is not None and stored.result is not None and SNAPSHOT_KEY not in stored.result
     finally:
         store.close()
+
+
+def test_a_group_counts_one_test_once_whichever_tool_named_it(database_url: str) -> None:
+    store = Store.open(database_url)
+    try:
+        for label in (
+            "test_links.TestLinks.test_x",
+            "test_links.py::TestLinks::test_x[1]",
+            "test_links.py::other",
+        ):
+            _store(store, EXAMPLE_LOG, label)
+        (found,), _ = groups(store.engine, Filters(), limit=10, offset=0)
+        assert (found.count, found.tests) == (3, 2)  # JUnit's and pytest's ids of test_x are one test
+    finally:
+        store.close()

@@ -23,8 +23,7 @@ from app.service.dashboard.view import (
     with_gaps,
 )
 from app.service.snapshots import LogLine
-from app.triage import triage_with_snapshot
-from tests.service.dashboard.conftest import run_async
+from app.triage import finish, prepare, rank
 from tests.service.helpers import EXAMPLE
 
 EXPECTED = json.loads((EXAMPLE / "expected.json").read_text())
@@ -36,7 +35,9 @@ LOG = (EXAMPLE / "failure.log").read_text()
 @pytest.fixture(scope="module")
 def stored() -> tuple[dict[str, Any], list[dict[str, Any]], list[LogLine]]:
     options = TriageOptions(level="block", k=3, ranker="heuristic", log_functions=("Log.log",))
-    result, snap = run_async(lambda: triage_with_snapshot(SCRIPTS, LOG, options, client=None))
+    request = prepare(SCRIPTS, LOG, options, explain=True)  # each line's reason, as the service keeps it
+    result = finish(lambda: rank(request, client=None))
+    snap = snapshot.build(request.analysis, request.rendered, LOG)
     lines = [
         LogLine(chunk.first_line + i, text, chunk.marks.get(chunk.first_line + i, ()))
         for chunk in snap.chunks

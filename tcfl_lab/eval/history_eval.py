@@ -1,4 +1,4 @@
-"""Evaluate history-aware localization on the corpus with CI history (DESIGN 8.4).
+"""Evaluate history-aware localization on the corpus with CI history (docs/design.md §8.4).
 
 For each case (a failing run f of one test) and history length N: the N runs of the test before
 f plus its siblings' runs in those CI rounds (file scope), each run's estimated trace (tplus,
@@ -27,8 +27,6 @@ from app.analysis.parsed import ParseCache
 from app.analysis.pipeline import analyze
 from app.analysis.render import RenderedCode, render
 from app.analysis.source import parse_program
-from app.eval.metrics import rank_scores
-from app.eval.runner import faulty_elements
 from app.history.fusion import BUCKETS, Calibration, Sample, bucket, channel_bins, fit, fuse, pick_calibration
 from app.history.rank import (
     FUSED_CHANNELS,
@@ -52,6 +50,8 @@ from app.history.signatures import (
 )
 from app.history.values import value_tuples
 from app.localize.heuristic import rank_heuristic
+from tcfl_lab.eval.metrics import rank_scores
+from tcfl_lab.eval.runner import faulty_elements
 
 LEVELS = ("line", "block")
 KS = (1, 3, 5)

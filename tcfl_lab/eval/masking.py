@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from statistics import fmean
 
 from app.analysis.model import Frame, Loc, MatchResult, Program, Trace
-from app.eval.metrics import state_f1
+from tcfl_lab.eval.metrics import state_f1
 
 Estimator = Callable[[MatchResult, tuple[Frame, ...]], Mapping[str, Trace]]
 """Re-runs every trace estimator on reduced evidence (wraps ``estimate_all``)."""

@@ -1,4 +1,4 @@
-"""Turn a line tracer's output into a trace in the analysis' units (DESIGN section 4).
+"""Turn a line tracer's output into a trace in the analysis' units (docs/design.md §4).
 
 A tracer reports the lines where execution stepped; the estimated traces count statements as
 all their lines, put a ``def``/decorator header in the trace exactly when some body line is,

@@ -17,12 +17,12 @@ from app.analysis.context import REFINEMENTS, EstimateOptions
 from app.analysis.model import Analysis
 from app.analysis.pipeline import analyze
 from app.analysis.render import render
-from app.eval.cases import Case
-from app.eval.metrics import rank_scores
-from app.eval.runner import faulty_elements
 from app.localize.channels import Context
 from app.localize.evidence import ABLATED
 from app.localize.heuristic import rank_heuristic, rank_stacktrace
+from tcfl_lab.eval.cases import Case
+from tcfl_lab.eval.metrics import rank_scores
+from tcfl_lab.eval.runner import faulty_elements
 
 ABLATION_LEVELS: tuple[str, ...] = ("block", "line")
 DEPTH = 5  # the deepest k reported

@@ -19,12 +19,12 @@ from app.analysis.estimate import estimate_all
 from app.analysis.model import Analysis, Frame, Loc, MatchResult, Trace
 from app.analysis.pipeline import analyze
 from app.analysis.render import LEVELS, analysis_owners, line_id_offsets
-from app.eval.ablation import ABLATION_RATES, AblationPoint, ablate
-from app.eval.cases import Case
-from app.eval.masking import Estimator, MaskingPlan, known_truth, mpf1, predicted_states
-from app.eval.metrics import RankScores, SetScores, preservation, rank_scores, set_scores
 from app.localize.result import TriageResult
 from app.options import TriageOptions
+from tcfl_lab.eval.ablation import ABLATION_RATES, AblationPoint, ablate
+from tcfl_lab.eval.cases import Case
+from tcfl_lab.eval.masking import Estimator, MaskingPlan, known_truth, mpf1, predicted_states
+from tcfl_lab.eval.metrics import RankScores, SetScores, preservation, rank_scores, set_scores
 
 PAPER_KS: dict[str, tuple[int, ...]] = {"function": (1, 3, 5), "block": (1, 3, 5, 10), "line": (1, 3, 5, 10)}
 

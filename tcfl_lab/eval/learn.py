@@ -6,7 +6,7 @@ weighs 1 / the case's pairs), L2-regularised, fitted by Newton's method (project
 non-negative weights when asked). Features come from ``app.localize.features``, computed once
 per case and level, so leave-one-repository-out folds, ablations and learning curves only refit.
 Rankings are scored exactly as triage scores them (``rank_table``, the safety rule included) and
-with the paper's Hit@k and AP@k (``app.eval.metrics``).
+with the paper's Hit@k and AP@k (``tcfl_lab.eval.metrics``).
 """
 
 from __future__ import annotations
@@ -24,15 +24,15 @@ import numpy as np
 
 from app.analysis.pipeline import analyze
 from app.analysis.render import render
-from app.eval.cases import CaseError, parse_case
-from app.eval.channels import Scores
-from app.eval.metrics import rank_scores
-from app.eval.runner import faulty_elements
 from app.localize.channels import Context
 from app.localize.evidence import HEURISTIC_CHANNELS
 from app.localize.features import CONTEXTS, FEATURES, ChannelTable, channel_table, features
 from app.localize.heuristic import rank_stacktrace, rank_table
 from app.localize.model_file import WEIGHTS, LevelModel, RankerModel, handset_level
+from tcfl_lab.eval.cases import CaseError, parse_case
+from tcfl_lab.eval.channels import Scores
+from tcfl_lab.eval.metrics import rank_scores
+from tcfl_lab.eval.runner import faulty_elements
 
 LEARN_LEVELS: tuple[str, ...] = ("function", "block", "line")
 DEPTH = 5  # MAP@5, and the stack-trace ranking kept

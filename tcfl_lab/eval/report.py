@@ -13,8 +13,8 @@ from statistics import fmean, median
 from typing import Any
 
 from app.analysis.model import TRACE_ALIASES, VARIANTS
-from app.eval.metrics import mean_or_none, summarize_ranks
-from app.eval.runner import CaseResult, EvalOptions
+from tcfl_lab.eval.metrics import mean_or_none, summarize_ranks
+from tcfl_lab.eval.runner import CaseResult, EvalOptions
 
 _ALIAS_OF = {v: k for k, v in TRACE_ALIASES.items()}
 _LIST_CAP = 20  # locations listed per case and variant in ``per_case``

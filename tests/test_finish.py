@@ -1,10 +1,10 @@
-"""`tcfl triage` drives a coroutine that does no I/O without an event loop, and one that does with one."""
+"""``app.triage.finish``: a coroutine without I/O runs without an event loop, one with I/O under one."""
 
 from __future__ import annotations
 
 import asyncio
 
-from app.cli.triage import run_coroutine
+from app.triage import finish
 
 
 async def _plain(value: int) -> int:
@@ -21,10 +21,10 @@ async def _asks_for_the_loop() -> str:
 
 
 def test_a_coroutine_that_never_suspends_finishes_without_a_loop() -> None:
-    assert run_coroutine(lambda: _plain(21), no_io=True) == 42
+    assert finish(lambda: _plain(21), no_io=True) == 42
 
 
 def test_a_coroutine_that_suspends_or_needs_the_loop_is_run_again_under_asyncio() -> None:
-    assert run_coroutine(lambda: _waits(1), no_io=True) == 2
-    assert run_coroutine(_asks_for_the_loop, no_io=True).endswith("EventLoop")
-    assert run_coroutine(lambda: _waits(5), no_io=False) == 6
+    assert finish(lambda: _waits(1), no_io=True) == 2
+    assert finish(_asks_for_the_loop, no_io=True).endswith("EventLoop")
+    assert finish(lambda: _waits(5), no_io=False) == 6

@@ -1,4 +1,4 @@
-"""Benchmark cases (DESIGN section 3): one JSON file per case, validated into plain records.
+"""Benchmark cases (docs/design.md §3): one JSON file per case, validated into plain records.
 
 ``parse_case`` is pure; ``load_cases`` reads a folder (or one file) and reports unreadable or
 malformed files by name instead of failing the whole evaluation.

@@ -1,4 +1,4 @@
-"""Build the executed corpus with CI history (DESIGN 8.4): versions, runs, verdicts, true traces.
+"""Build the executed corpus with CI history (docs/design.md §8.4): versions, runs, verdicts, true traces.
 
 Per CPython ``Lib/test`` file: V0 (as shipped), V0' (three benign edits: comments, blank lines,
 local renames), V1 (V0' + one mutant + 0-2 more benign edits, so the diff is no giveaway; V1
@@ -35,7 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.eval.corpus import (
+from app.history.versions import version_id
+from tcfl_lab.eval.corpus import (
     DISPLAY_ROOT,
     CorpusOptions,
     candidate_files,
@@ -47,9 +48,8 @@ from app.eval.corpus import (
     place_source,
     unittest_methods,
 )
-from app.eval.mutate import Mutation, mutations
-from app.eval.units import normalize_trace
-from app.history.versions import version_id
+from tcfl_lab.eval.mutate import Mutation, mutations
+from tcfl_lab.eval.units import normalize_trace
 
 RUNNER = Path(__file__).with_name("history_runner.py")
 ENVS: dict[str, dict[str, str]] = {

@@ -5,8 +5,8 @@ For each script and log size it times, in this process: the bare parse; triage's
 built-in ranking; and `tcfl trace`'s analysis (every variant, per-line explanations). It prints
 medians, ratios to the bare parse, and the static phase's peak traced memory against the log's
 size. It asserts nothing. Synthetic scripts look like real system tests; ``--script`` adds real
-ones, each paired with a log made of its own log statements' texts (DESIGN section 9 asks for
-tens of milliseconds on 250 lines with a 1,000-line log, and linear growth).
+ones, each paired with a log made of its own log statements' texts (docs/design.md §9 sets the
+budget: tens of milliseconds on 250 lines with a 1,000-line log, and linear growth).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from app.analysis.model import Script
+from app.cli.bench import add_arguments
 
 TEMPLATE = '''\
 def step_{i}(session, target):
@@ -372,46 +373,9 @@ def _default_options() -> Any:
     return TriageOptions()
 
 
-def _arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--script-lines",
-        type=int,
-        nargs="+",
-        metavar="N",
-        help="synthetic script sizes, paired with --log-lines (default: 250/1000, 1000/10000, 2500/100000)",
-    )
-    p.add_argument(
-        "--log-lines", type=int, nargs="+", metavar="N", help="log sizes (paired, or per --script)"
-    )
-    p.add_argument("--script", nargs="+", metavar="FILE", help="real scripts, each with logs of --log-lines")
-    p.add_argument("--repeat", type=int, default=5, help="runs per measurement (median)")
-    p.add_argument("--no-trace", action="store_true", help="skip timing `tcfl trace`'s all-variant analysis")
-    p.add_argument(
-        "--clock", choices=tuple(CLOCKS), default="cpu", help="cpu (process time, default) or wall time"
-    )
-    p.add_argument(
-        "--startup",
-        action="store_true",
-        help="time cold starts instead: `tcfl --version` and a small triage, each a new process",
-    )
-    p.add_argument(
-        "--logs",
-        type=int,
-        metavar="LINES",
-        help="time log parsing instead: us per line and peak memory on plain, prefixed and avocado logs",
-    )
-    p.add_argument("--json", action="store_true", help="machine-readable rows")
-
-
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("bench", help="time the static phase against the bare tree-sitter parse")
-    _arguments(p)
-    p.set_defaults(func=run)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tcfl bench", description=__doc__)
-    _arguments(parser)
+    add_arguments(parser)
     return run(parser.parse_args(argv))
 
 

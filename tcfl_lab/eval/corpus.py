@@ -4,7 +4,7 @@ Source: CPython's own test suite as shipped with the interpreter (``Lib/test``).
 test method the original must pass quickly; then single-fault mutants of the method (and its
 class's ``setUp``) run in a child process under a line tracer restricted to the test file, with
 logging, stdout and stderr captured together as the failure log. Mutants that fail become
-benchmark cases (DESIGN section 3) with ``actual_trace`` in the analysis' units.
+benchmark cases (docs/design.md §3) with ``actual_trace`` in the analysis' units.
 
 This module does I/O (files, subprocesses); the mutation operators (mutate.py) and the trace
 normalisation (units.py) are pure.
@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.eval.mutate import OPERATORS, Mutation, mutations
-from app.eval.units import normalize_trace
+from tcfl_lab.eval.mutate import OPERATORS, Mutation, mutations
+from tcfl_lab.eval.units import normalize_trace
 
 RUNNER = Path(__file__).with_name("corpus_runner.py")
 DISPLAY_ROOT = "/usr/lib/python3.11"  # where the logs say the files live, whatever the build host
@@ -387,5 +387,5 @@ def _case(
             "original": mutant.original,
             "mutated": mutant.mutated,
         },
-        "actual_trace_note": "tracer lines normalised to trace units (app/eval/units.py)",
+        "actual_trace_note": "tracer lines normalised to trace units (tcfl_lab/eval/units.py)",
     }

@@ -16,8 +16,8 @@ from dataclasses import dataclass, replace
 from statistics import fmean
 
 from app.analysis.model import Frame, Loc, LogStatement, MatchResult, Program, Trace
-from app.eval.masking import Estimator, case_rng, known_truth, predicted_states, stratified_sample
-from app.eval.metrics import preservation, state_f1
+from tcfl_lab.eval.masking import Estimator, case_rng, known_truth, predicted_states, stratified_sample
+from tcfl_lab.eval.metrics import preservation, state_f1
 
 ABLATION_RATES: tuple[float, ...] = (0.0, 0.2, 0.5, 0.8, 1.0)
 
