@@ -68,3 +68,15 @@ def test_ingest_refuses_options_that_triage_refuses(api: httpx.Client) -> None:
         response = api.post("/v1/ingest", json={**base, **bad})
         assert response.status_code == 422, (bad, response.text)
         assert next(iter(bad)) in response.json()["detail"]
+
+
+def test_scripts_that_clash_as_file_and_folder_are_a_422(api: httpx.Client) -> None:
+    body = {
+        "results": {"name": "junit.xml", "content": JUNIT},
+        "scripts": [
+            {"path": "tests", "content": "x = 1\n"},
+            {"path": "tests/test_ok.py", "content": SHALLOW},
+        ],
+    }
+    response = api.post("/v1/ingest", json=body)
+    assert response.status_code == 422 and "cannot be written" in response.json()["detail"]

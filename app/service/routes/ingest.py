@@ -297,8 +297,11 @@ def _write_script(checkout: Path, path: str, content: str) -> None:
     if not rel:
         raise _Bad(422, f"scripts: empty path {path!r}")
     target = checkout / rel
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(content, encoding="utf-8")
+    try:  # "a" and "a/b.py" in one upload: a file where a folder must be, or the reverse
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content, encoding="utf-8")
+    except OSError as exc:
+        raise _Bad(422, f"scripts: {path!r} cannot be written ({exc.strerror})") from None
 
 
 async def _multipart(request: Request, work: Path, settings: Settings) -> dict[str, Any]:
@@ -329,8 +332,9 @@ async def _multipart(request: Request, work: Path, settings: Settings) -> dict[s
 
 
 def _checkout_limit(settings: Settings) -> int:
-    """An uploaded checkout may hold many tests' files: 50 cases' worth of the per-case limits."""
-    return 50 * settings.max_files_per_case * settings.max_script_bytes
+    """An uploaded checkout may hold many tests' files: 50 cases' worth of the per-case limits,
+    never more than the app's own ``max_unpacked_bytes``."""
+    return min(50 * settings.max_files_per_case * settings.max_script_bytes, settings.max_unpacked_bytes)
 
 
 def _options(fields: dict[str, Any], settings: Settings) -> TriageOptions:
