@@ -1,4 +1,4 @@
-"""Shared fixtures: the golden running example and the real benchmark cases."""
+"""Shared fixtures (the golden running example, the real benchmark cases) and Hypothesis settings."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from app.analysis.model import Script
 
@@ -13,6 +14,12 @@ DATA = Path(__file__).parent / "data"
 RUNNING = DATA / "running-example"
 # a copy of the shared benchmark set (tests/data/benchmark/README.md): tests read nothing outside the repo
 BENCHMARK = DATA / "benchmark" / "real"
+
+# Properties are checked, not timed: Hypothesis' default 200 ms deadline per example fails tests at
+# random on a loaded machine (two xdist workers on two cores, the servers and databases they start).
+# Loaded here, before any test module builds its own settings from the default.
+settings.register_profile("tcfl", deadline=None)
+settings.load_profile("tcfl")
 
 
 def running_example() -> tuple[list[Script], str, dict]:
