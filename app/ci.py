@@ -154,7 +154,7 @@ def history_key(run: TestRun) -> str:
     """The key a test's runs are recorded under in the CI history."""
     from app.history.records import parse_test_id
 
-    return parse_test_id(run.test_id, run.suite)[0]
+    return parse_test_id(run.test_id, run.suite)[0].key
 
 
 def local_triager(

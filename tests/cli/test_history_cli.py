@@ -205,3 +205,11 @@ def test_ci_ranks_each_failure_with_the_runs_recorded_before_it(
     assert "History of " in text.stdout and "the model did not answer" not in text.stdout
     off = tcfl("ci", str(py_results.junit), *common, "--history", "off", "--format", "json", "--no-store")
     assert all("history" not in t["result"] for t in json.loads(off.stdout)["tests"] if t["triaged"])
+
+
+def test_the_history_key_of_a_run_is_its_canonical_text() -> None:
+    from app.ci import history_key
+    from app.ingest.base import TestRun
+
+    run = TestRun(test_id="tests.test_cart.TestCart.test_many_items", verdict="fail", log="x")
+    assert history_key(run) == "tests/test_cart.py::TestCart::test_many_items"
