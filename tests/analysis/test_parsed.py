@@ -59,22 +59,36 @@ def _ranking(analysis) -> list[tuple[object, float, str, tuple[object, ...]]]:
     return [(item.element, item.score, item.reason, item.evidence) for item in ranked]
 
 
+def test_cached_analyses_equal_fresh_ones_over_a_fifth_of_the_cases_in_any_order(
+    case_analysis: Callable[[str], Analysis],
+) -> None:
+    """Every fifth case of tests/data (the quick lane's share of the test below)."""
+    _cached_analyses_equal_fresh_ones(CASES[::5], case_analysis)
+
+
+@pytest.mark.slow  # some 20 s of CPU: three analyses and three rankings of each of 200-odd cases
 def test_cached_analyses_equal_fresh_ones_over_every_case_in_any_order(
     case_analysis: Callable[[str], Analysis],
 ) -> None:
-    """One cache over every case of tests/data, forwards then backwards: each analysis (program,
-    log, matches, traces, warnings) and its heuristic ranking equal a fresh analysis'."""
-    fresh = {name: case_analysis(name) for name, *_ in CASES}  # analyze(scripts, log, log_functions=fns)
+    _cached_analyses_equal_fresh_ones(CASES, case_analysis)
+
+
+def _cached_analyses_equal_fresh_ones(
+    cases: list[tuple[str, list[Script], str, tuple[str, ...]]], case_analysis: Callable[[str], Analysis]
+) -> None:
+    """One cache over ``cases``, forwards then backwards: each analysis (program, log, matches,
+    traces, warnings) and its heuristic ranking equal a fresh analysis'."""
+    fresh = {name: case_analysis(name) for name, *_ in cases}  # analyze(scripts, log, log_functions=fns)
     fresh_rankings: dict[str, list[tuple[object, float, str, tuple[object, ...]]]] = {}
-    parses = ParseCache(max_entries=len(CASES), max_chars=10**9)
-    for name, scripts, log, fns in [*CASES, *reversed(CASES)]:
+    parses = ParseCache(max_entries=len(cases), max_chars=10**9)
+    for name, scripts, log, fns in [*cases, *reversed(cases)]:
         cached = analyze(scripts, log, log_functions=fns, parses=parses)
         assert cached == fresh[name], name
         assert cached.parsed is not None
         if name not in fresh_rankings:  # the fresh analysis' ranking, once: the same both ways
             fresh_rankings[name] = _ranking(fresh[name])
         assert _ranking(cached) == fresh_rankings[name], name
-    assert parses.hits >= len(CASES)
+    assert parses.hits >= len(cases)
 
 
 def test_each_distinct_script_set_is_parsed_once() -> None:
