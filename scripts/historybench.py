@@ -52,8 +52,8 @@ from app.history.packed import pack_trace  # noqa: E402
 from app.history.versions import content_hash, version_id  # noqa: E402
 from app.options import TriageOptions  # noqa: E402
 from app.rankers.history import HistoryRanker  # noqa: E402
-from app.service.history_store import HistoryStore, RunRow, TestRow, VersionRow  # noqa: E402
-from app.service.store import Store, _pack  # noqa: E402
+from app.store.history import HistoryStore, RunRow, TestRow, VersionRow  # noqa: E402
+from app.store.store import Store, _pack  # noqa: E402
 from app.triage import prepare  # noqa: E402
 
 PATH = "tests/test_bench.py"

@@ -31,9 +31,9 @@ from app.localize.result import TriageOptions  # noqa: E402
 from app.service.api import create_app  # noqa: E402
 from app.service.pool_jobs import TriageJob  # noqa: E402
 from app.service.pool_jobs import triage as triage_job  # noqa: E402
-from app.service.snapshots import SNAPSHOT_KEY  # noqa: E402
-from app.service.store import Store, Submission  # noqa: E402
 from app.settings import Settings  # noqa: E402
+from app.store.snapshots import SNAPSHOT_KEY  # noqa: E402
+from app.store.store import Store, Submission  # noqa: E402
 
 EXAMPLE = REPO / "tests" / "data" / "running-example"
 

@@ -21,6 +21,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("rankers",),
     ("triage",),
     ("ci",),
+    ("store",),  # storage: I/O of the records the layers below compute
     ("emit",),
     ("service", "pytest_plugin"),
     ("cli",),

@@ -58,7 +58,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from app.localize.llm import ModelClient
     from app.service.cases import InvalidInput, LimitExceeded, input_hash, to_case
-    from app.service.store import Store, safe_url
+    from app.store.store import Store, safe_url
 
     settings = _settings(args)
     skipped: list[str] = []

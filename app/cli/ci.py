@@ -27,7 +27,7 @@ from app.options import resolve_options
 from app.triage import check_options, history_skipped
 
 if TYPE_CHECKING:
-    from app.service.store import Store
+    from app.store.store import Store
 
 
 OPTIONS = ("level", "k", "trace", "ranker", "ranker_model", "log_functions", "log_format", "history")
@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
         )
         reader = None
         if store is not None:
-            from app.service.history_store import HistoryStore
+            from app.store.history import HistoryStore
 
             history = HistoryStore(store)
             reader = lambda test, window: history.history_runs(test, limit=window)  # noqa: E731
@@ -132,7 +132,7 @@ async def _triage(
 def _history_store(url: str) -> Store | None:
     """The CI history's store, or None (with a warning) when it cannot be opened: a job is
     triaged without history rather than not at all."""
-    from app.service.store import Store, safe_url
+    from app.store.store import Store, safe_url
 
     try:
         return Store.open(url)
@@ -149,8 +149,8 @@ def _record(report: CiReport, checkout: Checkout, args: argparse.Namespace, url:
     history grows with each CI job; a database problem is a warning, never a lost report."""
     from dataclasses import replace
 
-    from app.service.history_store import HistoryStore, records_from_ci
-    from app.service.store import Store, safe_url
+    from app.store.history import HistoryStore, records_from_ci
+    from app.store.store import Store, safe_url
 
     records = [
         replace(record, job_url=args.job_url or record.job_url, commit=args.commit)

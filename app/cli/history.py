@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from app.cli import UsageError
 
 if TYPE_CHECKING:  # the store loads when a command runs, never for --help
-    from app.service.history_store import HistoryStore
+    from app.store.history import HistoryStore
 
 _MARK = {"pass": ".", "fail": "F", "error": "E", "skip": "s"}
 
@@ -25,7 +25,7 @@ def add_db_flag(p: argparse.ArgumentParser) -> None:
 def history_store(db: str | None) -> Iterator[HistoryStore]:
     """The CI history in the database ``db`` (``--db``; None: the default one), closed after use."""
     from app.cli.io import open_store
-    from app.service.history_store import HistoryStore
+    from app.store.history import HistoryStore
 
     store = open_store(db)
     try:

@@ -11,8 +11,8 @@ from app.analysis.model import Script
 from app.cli import UsageError
 
 if TYPE_CHECKING:
-    from app.service.store import Store
     from app.settings import Settings
+    from app.store.store import Store
 
 CHUNK_BYTES = 1 << 20
 
@@ -42,7 +42,7 @@ def load_settings() -> Settings:
 def open_store(url: str | None) -> Store:
     """The store at ``url`` (default TCFL_DATABASE_URL, else per-user), migrated; a usage error if it
     cannot be opened, naming the database without its password."""
-    from app.service.store import Store, safe_url
+    from app.store.store import Store, safe_url
 
     url = url or load_settings().database_url
     try:

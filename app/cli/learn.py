@@ -154,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
 def _marked_cases(url: str) -> list[dict[str, object]]:
     """The dashboard's failures with marked faulty lines, as cases (the database is only read)."""
     from app.service.dashboard.feedback import FeedbackStore
-    from app.service.store import Store
+    from app.store.store import Store
 
     try:
         store = Store.open(url, run_migrations=False)

@@ -27,7 +27,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.service.history_store import RETENTION_DAYS, RETENTION_RUNS
+    from app.store.history import RETENTION_DAYS, RETENTION_RUNS
 
     keep_days = RETENTION_DAYS if args.keep_days is None else args.keep_days
     keep_runs = RETENTION_RUNS if args.keep_runs is None else args.keep_runs

@@ -132,8 +132,8 @@ def _run(args: argparse.Namespace) -> int:
     import uvicorn
 
     from app.service.logs import configure_logging
-    from app.service.store import make_engine, migrate, safe_url
     from app.settings import Settings, SettingsError
+    from app.store.store import make_engine, migrate, safe_url
 
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port must be 0-65535, got {args.port}")

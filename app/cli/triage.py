@@ -146,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(format_result(result))
         if saved is not None:
-            from app.service.engine import safe_url
+            from app.store.engine import safe_url
 
             sys.stdout.write(
                 f"\nSaved as triage {saved} in {safe_url(settings.database_url)}"
@@ -187,8 +187,8 @@ def _store(
     Through ``record.record_to``: the same rows as ``Store.record_triage``, written with SQLAlchemy
     Core, so a cold start loads neither the ORM nor (at the current schema) Alembic.
     """
-    from app.service.engine import safe_url
-    from app.service.record import Submission, record_to
+    from app.store.engine import safe_url
+    from app.store.record import Submission, record_to
 
     case = Submission(scripts=tuple(scripts), log=log, options=options.to_dict(), test_id=test_id)
     try:
@@ -211,8 +211,8 @@ def _history(
     skipped = history_skipped(options, model_configured=client is not None)
     if skipped is not None:
         return (), skipped
-    from app.service.history_store import HistoryStore
-    from app.service.store import Store, safe_url
+    from app.store.history import HistoryStore
+    from app.store.store import Store, safe_url
 
     try:
         store = Store.open(settings.database_url)

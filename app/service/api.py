@@ -31,7 +31,6 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.localize.llm import ModelClient
 from app.service.deps import Runtime, require_api_key
-from app.service.history_store import HistoryStore
 from app.service.jobs import SyncLeases, Worker
 from app.service.logs import request_id_var
 from app.service.metrics import Metrics
@@ -46,9 +45,10 @@ from app.service.security import (
     csrf_token,
     require_csrf,
 )
-from app.service.store import Store, make_engine, migrate
 from app.service.writer import TriageWriter
 from app.settings import Settings, get_settings
+from app.store.history import HistoryStore
+from app.store.store import Store, make_engine, migrate
 
 log = logging.getLogger(__name__)
 

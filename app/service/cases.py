@@ -19,8 +19,8 @@ from app.analysis.logstatements import compile_patterns
 from app.analysis.model import Script
 from app.options import TriageOptions, resolve_options
 from app.service.schemas import OPTION_FIELDS, BatchRequest, HistoryWindow, TriageRequest
-from app.service.store import Submission
 from app.settings import Settings
+from app.store.store import Submission
 from app.triage import check_options
 
 _REQUEST = TypeAdapter(TriageRequest)

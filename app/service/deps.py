@@ -16,9 +16,9 @@ from app.service.jobs import SyncLeases, Worker
 from app.service.metrics import Metrics
 from app.service.pool import AnalysisPool
 from app.service.runner import Runner
-from app.service.store import Store
 from app.service.writer import TriageWriter
 from app.settings import Settings
+from app.store.store import Store
 
 
 @dataclass

@@ -17,8 +17,8 @@ from typing import Any
 
 from app.service.metrics import Metrics
 from app.service.pool import JOB_CLOCK, JobClock, PoolUnavailable
-from app.service.store import Claim, Store, StoredTriage, Submission
 from app.service.writer import TriageWriter
+from app.store.store import Claim, Store, StoredTriage, Submission
 
 log = logging.getLogger(__name__)
 

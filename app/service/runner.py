@@ -22,8 +22,8 @@ from app.service.metrics import Metrics
 from app.service.pool import LARGE_LOG_BYTES, LARGE_SCRIPT_LINES, AnalysisPool
 from app.service.pool_jobs import TriageJob, stored_data
 from app.service.pool_jobs import triage as triage_job
-from app.service.snapshots import SNAPSHOT_KEY
-from app.service.store import Submission
+from app.store.snapshots import SNAPSHOT_KEY
+from app.store.store import Submission
 from app.triage import history_skipped, rank
 
 # (test key, newest runs to read) -> the runs, oldest first; reads the store (a thread calls it)

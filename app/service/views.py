@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.service.store import StoredTriage
+from app.store.store import StoredTriage
 
 
 def triage_view(stored: StoredTriage) -> dict[str, Any]:

@@ -23,8 +23,8 @@ from typing import Any
 
 from sqlalchemy.exc import OperationalError
 
-from app.service.record import StoredTriage, Submission
-from app.service.store import Store
+from app.store.record import StoredTriage, Submission
+from app.store.store import Store
 
 log = logging.getLogger(__name__)
 

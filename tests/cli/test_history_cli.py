@@ -147,8 +147,8 @@ def test_ci_records_every_run_under_one_key_per_test(tmp_path: Path, py_results:
     assert [r["verdict"] for r in listing["runs"]] == ["fail", "fail"]
     assert {r["ci"]["commit"] for r in listing["runs"]} == {"c0ffee"}
     assert listing["runs"][0]["version_id"]  # the scripts came from the checkout
-    from app.service.history_store import HistoryStore
-    from app.service.store import Store
+    from app.store.history import HistoryStore
+    from app.store.store import Store
 
     store = Store.open(db)
     try:

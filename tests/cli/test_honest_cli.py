@@ -289,7 +289,7 @@ def test_explicit_llm_ranker_falling_back_answers_and_says_so_once_on_stderr(
 
 
 def test_db_flag_records_the_result_where_asked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from app.service.store import Store
+    from app.store.store import Store
 
     url = f"sqlite:///{tmp_path / 'chosen' / 'results.db'}"
     args = ["triage", SCRIPT, "--log", LOG, "--log-function", "Log.log", "--db", url, "--json"]

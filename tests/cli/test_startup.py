@@ -90,8 +90,8 @@ def test_triage_with_the_store_loads_the_database_but_not_http_or_graphs(tmp_pat
 
 
 def test_stored_triage_at_the_current_schema_loads_neither_alembic_nor_the_orm(tmp_path: Path) -> None:
-    """The write is SQLAlchemy Core (``app.service.record``); a new database is still migrated."""
-    from app.service.store import Store
+    """The write is SQLAlchemy Core (``app.store.record``); a new database is still migrated."""
+    from app.store.store import Store
 
     script, log = str(RUNNING / "test_example.py"), str(RUNNING / "failure.log")
     url = f"sqlite:///{tmp_path / 'fresh.db'}"

@@ -177,7 +177,7 @@ def test_a_case_over_a_cost_limit_is_a_usage_error_naming_the_setting(
 def test_results_are_recorded_in_the_embedded_database(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], user_data_home: Path
 ) -> None:
-    from app.service.store import Store
+    from app.store.store import Store
 
     code = main(
         ["triage", SCRIPT, "--log", LOG, "--log-function", "Log.log", "-k", "3", "--test-id", "golden"]
@@ -211,7 +211,7 @@ def test_the_options_are_stored_whole_and_given_back(
     """two_phase and line_to_block used to be dropped from the stored options."""
     from app.localize.result import TriageResult
     from app.options import TriageOptions
-    from app.service.store import Store
+    from app.store.store import Store
 
     args = ["triage", SCRIPT, "--log", LOG, "--log-function", "Log.log", "--two-phase", "--line-to-block"]
     assert main([*args, "--json", "--ranker", "heuristic"]) == 0

@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.service.store import Store
+from app.store.store import Store
 from tests.service.helpers import LIMITS, Server, pg_available, pg_schema
 
 

@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import create_engine, func, select
 from sqlalchemy.orm import Session
 
-from app.service.store import ResultRow
+from app.store.store import ResultRow
 from tests.service.helpers import EXAMPLE, clean_env, example_body, jsonl, standin, tcfl_command, wait_for
 from tests.support.terminal import run_on_terminal
 

@@ -15,8 +15,8 @@ from sqlalchemy.orm import Session
 from app.analysis.model import Loc, State
 from app.history.records import parse_run
 from app.history.versions import content_hash, version_id
-from app.service.history_store import HistoryStore, signature_runs
-from app.service.store import MIGRATIONS_DIR, Base, Store
+from app.store.history import HistoryStore, signature_runs
+from app.store.store import MIGRATIONS_DIR, Base, Store
 
 BEFORE = "0003_snapshots"
 SCRIPT = "def test_a():\n    x = 1\n    assert x == 2\n"

@@ -11,8 +11,8 @@ from app.analysis.model import Loc, Script, State
 from app.analysis.pipeline import analyze
 from app.history.rank import line_channels, map_runs, target_of
 from app.history.records import RunRecord, parse_run
-from app.service.history_store import SIGNATURE_KEYS, HistoryStore, signature_runs
-from app.service.store import Store
+from app.store.history import SIGNATURE_KEYS, HistoryStore, signature_runs
+from app.store.store import Store
 from tests.support.value_script import FAIL_LOG as VALUE_FAIL_LOG
 from tests.support.value_script import SCRIPT as VALUE_SCRIPT
 

@@ -17,8 +17,8 @@ from app.history.rank import rank_with_history, selection_of
 from app.options import TriageOptions
 from app.rankers.heuristic import HeuristicRanker
 from app.rankers.history import shipped_calibration
-from app.service.history_store import HistoryStore
-from app.service.store import Store
+from app.store.history import HistoryStore
+from app.store.store import Store
 from app.triage import prepare
 from tests.service.helpers import Server, clean_env, example_body, tcfl_command
 

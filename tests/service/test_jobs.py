@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy import create_engine, select
 from sqlalchemy.orm import Session
 
-from app.service.store import BatchItemRow, ResultRow
+from app.store.store import BatchItemRow, ResultRow
 from tests.service.helpers import Server, clean_env, example_body, jsonl, standin, tcfl_command, wait_for
 
 pytestmark = pytest.mark.slow  # real serve/batch processes and a delayed model: tens of seconds each

@@ -15,10 +15,10 @@ from alembic import command
 from alembic.config import Config
 
 from app.history.signatures import log_signature
-from app.service.ci_runs import CiRunStore
 from app.service.dashboard.queries import Filters, groups
-from app.service.history_store import HistoryStore
-from app.service.store import MIGRATIONS_DIR, Store
+from app.store.history import HistoryStore
+from app.store.ingests import CiRunStore
+from app.store.store import MIGRATIONS_DIR, Store
 from tests.conftest import DATA
 
 STORED = DATA / "store" / "store-0007.db"

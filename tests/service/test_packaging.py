@@ -91,10 +91,10 @@ def test_wheel_ships_migrations_and_examples(tmp_path: Path) -> None:
     wheel = next(tmp_path.glob("tcfl-*.whl"))
     names = set(zipfile.ZipFile(wheel).namelist())
     for needed in (
-        "app/service/migrations/alembic.ini",
-        "app/service/migrations/env.py",
-        "app/service/migrations/script.py.mako",
-        "app/service/migrations/versions/0001_initial.py",
+        "app/store/migrations/alembic.ini",
+        "app/store/migrations/env.py",
+        "app/store/migrations/script.py.mako",
+        "app/store/migrations/versions/0001_initial.py",
         "app/service/examples/running_example_script.txt",
         "app/service/examples/running_example_log.txt",
         "app/analysis/queries/source-calls.scm",

@@ -15,10 +15,10 @@ from app.analysis import snapshot
 from app.analysis.model import Script
 from app.history.signatures import log_signature
 from app.localize.result import TriageOptions
-from app.service import snapshots
 from app.service.pool_jobs import stored_data
-from app.service.snapshots import SNAPSHOT_KEY, LogChunkRow, SnapshotRow
-from app.service.store import MIGRATIONS_DIR, Store, Submission, TriageRequestRow
+from app.store import snapshots
+from app.store.snapshots import SNAPSHOT_KEY, LogChunkRow, SnapshotRow
+from app.store.store import MIGRATIONS_DIR, Store, Submission, TriageRequestRow
 from app.triage import finish, prepare, rank
 from tests.service.helpers import EXAMPLE
 
@@ -113,7 +113,7 @@ def test_migration_indexes_results_stored_before_snapshots(tmp_path: Path) -> No
         data = triage_data(EXAMPLE_LOG)
         data.pop(SNAPSHOT_KEY)
         with Session(store.engine) as session, session.begin():  # what 0002's store wrote: no snapshot
-            from app.service.store import ResultRow
+            from app.store.store import ResultRow
 
             request_id = store._add_request(session, case(EXAMPLE_LOG), "done")
             session.add(ResultRow(request_id=request_id, data=data))
@@ -139,7 +139,7 @@ def test_the_snapshot_tables_are_created_as_modelled(tmp_path: Path) -> None:
     from alembic.autogenerate import compare_metadata
     from alembic.migration import MigrationContext
 
-    from app.service.store import Base
+    from app.store.store import Base
 
     store = Store.open(f"sqlite:///{tmp_path / 'tcfl.db'}")
     try:
@@ -152,8 +152,8 @@ def test_the_snapshot_tables_are_created_as_modelled(tmp_path: Path) -> None:
 
 def test_the_cli_write_stores_the_rows_the_store_does(database_url: str) -> None:
     """``record_to`` (the CLI's Core-only path) and ``Store.record_triage`` write the same rows."""
-    from app.service import tables
-    from app.service.record import record_to
+    from app.store import tables
+    from app.store.record import record_to
 
     log = padded_log(300)
     data = triage_data(log)

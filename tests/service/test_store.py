@@ -17,8 +17,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.analysis.model import Script
-from app.service.migrations import import_models
-from app.service.store import (
+from app.store.migrations import import_models
+from app.store.store import (
     Base,
     BatchItemRow,
     ResultRow,
@@ -226,7 +226,7 @@ def test_migrations_match_the_models(store: Store) -> None:
 @pytest.mark.slow
 def test_alembic_command_line_upgrade(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'cli.db'}"
-    alembic = [sys.executable, "-m", "alembic", "-c", str(REPO / "app/service/migrations/alembic.ini")]
+    alembic = [sys.executable, "-m", "alembic", "-c", str(REPO / "app/store/migrations/alembic.ini")]
     env = clean_env(TCFL_DATABASE_URL=url)
     done = subprocess.run(
         [*alembic, "upgrade", "head"], env=env, cwd=tmp_path, capture_output=True, text=True
@@ -257,7 +257,7 @@ def test_interrupted_synchronous_triages_are_marked_failed(store: Store) -> None
 
 
 def test_the_migration_check_runs_only_when_the_schema_differs(tmp_path: Path) -> None:
-    from app.service.store import make_engine, migrate, schema_is_current, script_heads
+    from app.store.store import make_engine, migrate, schema_is_current, script_heads
 
     assert script_heads() and all(isinstance(h, str) for h in script_heads())
     engine = make_engine(f"sqlite:///{tmp_path / 'schema.db'}")
@@ -278,7 +278,7 @@ def _downgrade(engine: object, revision: str) -> None:
     from alembic import command
     from alembic.config import Config
 
-    from app.service.store import MIGRATIONS_DIR
+    from app.store.store import MIGRATIONS_DIR
 
     cfg = Config(str(MIGRATIONS_DIR / "alembic.ini"))
     cfg.set_main_option("script_location", str(MIGRATIONS_DIR))

@@ -21,8 +21,8 @@ from sqlalchemy.exc import OperationalError
 from app.analysis.model import Script
 from app.service.metrics import Metrics
 from app.service.runner import Runner
-from app.service.store import Store, Submission
 from app.service.writer import TriageWriter
+from app.store.store import Store, Submission
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "data" / "running-example"
 OPTIONS = {"level": "block", "k": 3, "trace": "tplus", "ranker": "heuristic", "log_functions": ["Log.log"]}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from app.analysis import snapshot
 from app.service.cases import triage_options
-from app.service.store import Submission
+from app.store.store import Submission
 from app.triage import prepare
 
 

@@ -15,7 +15,7 @@ from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from app.analysis.model import Loc
 from app.service.dashboard.accuracy import ACCURACY_KS, Accuracy, hit_at_k
-from app.service.store import Base, ResultRow, Store, utcnow
+from app.store.store import Base, ResultRow, Store, utcnow
 
 
 class FeedbackRow(Base):

@@ -16,7 +16,7 @@ from app.localize.result import history_terms
 from app.service.dashboard.auth import KeyedRoute
 from app.service.dashboard.pages import render, templates
 from app.service.deps import RuntimeDep
-from app.service.history_store import SIGNATURE_PAGE, HistoryStore, version_files
+from app.store.history import SIGNATURE_PAGE, HistoryStore, version_files
 
 router = APIRouter(route_class=KeyedRoute, include_in_schema=False)
 

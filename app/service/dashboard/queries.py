@@ -11,9 +11,9 @@ from sqlalchemy import Engine, Select, func, or_, select
 from sqlalchemy.orm import Session
 
 from app.ingest.testkey import canonical_key
-from app.service.snapshots import SnapshotRow
-from app.service.store import Page, RequestScriptRow, ResultRow, TriageRequestRow, _iso, stored_triage
 from app.service.views import triage_summary
+from app.store.snapshots import SnapshotRow
+from app.store.store import Page, RequestScriptRow, ResultRow, TriageRequestRow, _iso, stored_triage
 
 ERROR_PREVIEW_CHARS = 240
 

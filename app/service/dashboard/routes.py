@@ -17,7 +17,6 @@ from app.analysis.model import TRACE_ALIASES, VARIANTS, Loc
 from app.analysis.render import LEVELS
 from app.analysis.snapshot import SnapshotError
 from app.localize.result import RANKERS
-from app.service import snapshots
 from app.service.dashboard.accuracy import ACCURACY_KS
 from app.service.dashboard.auth import (
     COOKIE,
@@ -55,8 +54,9 @@ from app.service.routes import batches as batch_routes
 from app.service.routes import triage as triage_routes
 from app.service.routes.triage import MAX_ID
 from app.service.schemas import RUNNING_EXAMPLE, TriageRequest
-from app.service.store import STATUSES
 from app.service.views import triage_view
+from app.store import snapshots
+from app.store.store import STATUSES
 
 router = APIRouter(route_class=KeyedRoute, include_in_schema=False)
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from app.analysis.model import Loc
 from app.analysis.snapshot import kept_lines, line_states
-from app.service.snapshots import LogLine
+from app.store.snapshots import LogLine
 
 MAX_MATCHES_SHOWN = 10
 LOG_CONTEXT = 2  # lines shown around a matched log line

@@ -12,8 +12,8 @@ from app.service.cases import InvalidInput, LimitExceeded, parse_batch_json, par
 from app.service.deps import RuntimeDep
 from app.service.routes.triage import ERRORS, MAX_ID
 from app.service.schemas import BatchCreated, BatchDetail, BatchPage, TriageRequest
-from app.service.store import Submission
 from app.settings import Settings
+from app.store.store import Submission
 
 router = APIRouter(prefix="/v1/batches", tags=["batches"])
 

@@ -12,10 +12,10 @@ from app.history.records import RunRecord, parse_run
 from app.history.surface import spectrum_view
 from app.ingest.testkey import canonical_key
 from app.service.deps import RuntimeDep
-from app.service.history_store import SIGNATURE_PAGE, HistoryStore, SignatureOrder, signature_runs
 from app.service.routes.batches import JSONL_TYPES, body_doc
 from app.service.routes.triage import ERRORS
 from app.settings import Settings
+from app.store.history import SIGNATURE_PAGE, HistoryStore, SignatureOrder, signature_runs
 
 router = APIRouter(tags=["history"])
 _BODY_DOC = body_doc(

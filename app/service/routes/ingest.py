@@ -37,18 +37,18 @@ from app.ingest.base import TestRun
 from app.ingest.resolve import Checkout
 from app.localize.result import TriageResult
 from app.options import TriageOptions, resolve_options
-from app.service.ci_runs import CiRunStore
 from app.service.dashboard.auth import KeyedRoute
 from app.service.dashboard.pages import render
 from app.service.deps import Runtime, RuntimeDep
-from app.service.history_store import HistoryStore, records_from_ci
 from app.service.pool import PoolUnavailable
-from app.service.record import SNAPSHOT_KEY
 from app.service.routes.triage import ERRORS, MAX_ID
 from app.service.schemas import OptionsIn
-from app.service.store import Submission
 from app.service.views import triage_view
 from app.settings import Settings
+from app.store.history import HistoryStore, records_from_ci
+from app.store.ingests import CiRunStore
+from app.store.record import SNAPSHOT_KEY
+from app.store.store import Submission
 from app.triage import check_options
 
 log = logging.getLogger(__name__)

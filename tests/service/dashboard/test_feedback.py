@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 from app.analysis.model import Loc, Script
 from app.localize.result import TriageOptions
 from app.service.dashboard.feedback import FeedbackRow, FeedbackStore
-from app.service.store import MIGRATIONS_DIR, Base, Store, Submission
+from app.store.store import MIGRATIONS_DIR, Base, Store, Submission
 from app.triage import triage
 from tests.service.dashboard.conftest import run_async
 from tests.service.helpers import EXAMPLE

@@ -6,8 +6,8 @@ from dataclasses import replace
 from datetime import date, timedelta
 
 from app.service.dashboard.queries import Filters, groups, search
-from app.service.snapshots import SNAPSHOT_KEY
-from app.service.store import Store
+from app.store.snapshots import SNAPSHOT_KEY
+from app.store.store import Store
 from tests.service.test_snapshots import EXAMPLE_LOG, case, triage_data
 
 

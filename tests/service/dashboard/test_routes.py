@@ -217,7 +217,7 @@ def test_a_triage_stored_before_snapshots_gets_one_on_first_view(http: httpx.Cli
             assert stored.scalar() == 1
         # a snapshot written by another snapshot version is replaced the same way
         from app.analysis.snapshot import Snapshot
-        from app.service import snapshots
+        from app.store import snapshots
 
         summary, _ = snapshots.load(engine, triage_id, lambda s: []) or ({}, [])
         snapshots.save(engine, triage_id, Snapshot({**summary, "version": 0}, ()), {})
@@ -243,7 +243,7 @@ def test_log_rows_endpoint_pages_through_the_stored_log(http: httpx.Client) -> N
 
 
 def test_evidence_rationale_and_scaled_scores_are_shown(server: Server) -> None:
-    from app.service.store import Store, make_engine
+    from app.store.store import Store, make_engine
     from tests.service.test_snapshots import EXAMPLE_LOG, case, triage_data
 
     data = triage_data(EXAMPLE_LOG)

@@ -22,7 +22,7 @@ from app.service.dashboard.view import (
     scale_scores,
     with_gaps,
 )
-from app.service.snapshots import LogLine
+from app.store.snapshots import LogLine
 from app.triage import finish, prepare, rank
 from tests.service.helpers import EXAMPLE
 

@@ -19,14 +19,14 @@ from sqlalchemy import Engine, select
 from sqlalchemy.orm import Mapped, Session
 
 from app.analysis.snapshot import Snapshot, SnapshotError, check
-from app.service import tables
-from app.service.record import (  # noqa: F401  (re-exported)
+from app.store import tables
+from app.store.record import (  # noqa: F401  (re-exported)
     ERROR_TEXT_CHARS,
     SNAPSHOT_KEY,
     index_values,
     write_snapshot,
 )
-from app.service.store import Base
+from app.store.store import Base
 
 
 class SnapshotRow(Base):

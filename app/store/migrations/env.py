@@ -6,9 +6,9 @@ from logging.config import fileConfig
 
 from alembic import context
 
-from app.service.migrations import import_models
-from app.service.store import Base, make_engine
 from app.settings import Settings
+from app.store.migrations import import_models
+from app.store.store import Base, make_engine
 
 import_models()
 config = context.config

@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import JSON, DateTime, Engine, ForeignKey, Integer, String, Text, UniqueConstraint, select
 from sqlalchemy.orm import Mapped, mapped_column, sessionmaker
 
-from app.service.store import Base, utcnow
+from app.store.store import Base, utcnow
 
 
 class CiRunRow(Base):

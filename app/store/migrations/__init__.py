@@ -1,4 +1,4 @@
-"""Alembic migrations for every table on ``app.service.store.Base``; ``import_models`` loads them all."""
+"""Alembic migrations for every table on ``app.store.store.Base``; ``import_models`` loads them all."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import importlib
 
 # Modules that declare tables on Base; autogenerate and the drift test must see all of them.
 MODEL_MODULES: tuple[str, ...] = (
-    "app.service.store",
+    "app.store.store",
     "app.service.dashboard.feedback",
-    "app.service.history_store",
-    "app.service.ci_runs",
+    "app.store.history",
+    "app.store.ingests",
 )
 
 

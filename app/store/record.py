@@ -21,8 +21,8 @@ from sqlalchemy import Connection, bindparam, delete, insert, select
 from app.analysis.model import Script
 from app.analysis.snapshot import Snapshot
 from app.history.signatures import log_signature, snapshot_signature
-from app.service import tables
-from app.service.tables import utcnow
+from app.store import tables
+from app.store.tables import utcnow
 
 if TYPE_CHECKING:
     from app.analysis.snapshot import PackedSnapshot
@@ -118,7 +118,7 @@ def record_to(url: str, case: Submission, data: dict[str, Any]) -> StoredTriage:
 
     The CLI's path: one engine, one connection from its pool, one write transaction.
     """
-    from app.service.engine import make_engine, migrate
+    from app.store.engine import make_engine, migrate
 
     engine = make_engine(url)
     try:

@@ -1,8 +1,8 @@
 """The core tables of the store, in SQLAlchemy Core: no ORM import.
 
-A stored CLI triage writes these with Core statements (``app.service.record``), so a cold
+A stored CLI triage writes these with Core statements (``app.store.record``), so a cold
 ``tcfl triage`` does not load ``sqlalchemy.orm`` nor build the mapped classes (a large part of
-its start). The mapped classes of ``app.service.store`` and ``app.service.snapshots`` map
+its start). The mapped classes of ``app.store.store`` and ``app.store.snapshots`` map
 onto these same ``Table`` objects, so there is one schema; the migrations stay its source.
 """
 

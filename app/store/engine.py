@@ -1,6 +1,6 @@
 """The database engine and the schema check: SQLAlchemy Core only, no ORM and no Alembic import.
 
-A CLI triage opens the store through this module and ``app.service.record``; Alembic (and with it
+A CLI triage opens the store through this module and ``app.store.record``; Alembic (and with it
 the mapped classes its environment loads) is imported only when the schema needs an upgrade.
 """
 

@@ -57,7 +57,7 @@ def upgrade() -> None:
 
 def _index_existing() -> None:
     """One index row per stored result, so search and grouping cover earlier triages too."""
-    from app.service.snapshots import index_values
+    from app.store.snapshots import index_values
 
     conn = op.get_bind()
     results = sa.table("results", sa.column("request_id", sa.Integer()), sa.column("data", sa.JSON()))

@@ -20,8 +20,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, relationship, sessionmaker
 
 from app.analysis.model import Script
-from app.service import record, tables
-from app.service.engine import (  # noqa: F401  (re-exported: the store's engine and schema API)
+from app.store import record, tables
+from app.store.engine import (  # noqa: F401  (re-exported: the store's engine and schema API)
     MIGRATIONS_DIR,
     SQLITE_BUSY_TIMEOUT_MS,
     make_engine,
@@ -30,11 +30,11 @@ from app.service.engine import (  # noqa: F401  (re-exported: the store's engine
     schema_is_current,
     script_heads,
 )
-from app.service.record import StoredTriage, Submission, sha256_text  # noqa: F401  (re-exported)
-from app.service.record import aware as _aware
-from app.service.record import pack as _pack  # noqa: F401  (history_store's)
-from app.service.record import plain as _plain
-from app.service.tables import utcnow
+from app.store.record import StoredTriage, Submission, sha256_text  # noqa: F401  (re-exported)
+from app.store.record import aware as _aware
+from app.store.record import pack as _pack  # noqa: F401  (history_store's)
+from app.store.record import plain as _plain
+from app.store.tables import utcnow
 
 STATUSES = ("queued", "running", "done", "failed")
 
@@ -49,7 +49,7 @@ def _unpack(blob: bytes) -> str:
 
 
 class Base(DeclarativeBase):
-    """The mapped classes; their tables are the Core ones of ``app.service.tables`` (one schema)."""
+    """The mapped classes; their tables are the Core ones of ``app.store.tables`` (one schema)."""
 
     metadata = tables.metadata
 
@@ -143,7 +143,7 @@ class BatchItemRow(Base):
 
 
 # --------------------------------------------------------------------------------------------
-# Plain records handed out by the store (``Submission`` and ``StoredTriage``: app.service.record)
+# Plain records handed out by the store (``Submission`` and ``StoredTriage``: app.store.record)
 # --------------------------------------------------------------------------------------------
 
 

@@ -9,7 +9,7 @@ had a key per tool that reported it (``a.TestX.test_y``, ``a.py::TestX.test_y``,
   the oldest), the other rows go.
 - ``analysis_snapshots.signature``: the failure's err_sig, from its stored snapshot when it has
   one and the triage had no ``log_format``, else from its stored log and scripts
-  (``app.service.record.failure_id``, as stored triages get it now).
+  (``app.store.record.failure_id``, as stored triages get it now).
 - ``ci_run_tests.signature``: a triaged test's is its triage's; an untriaged one's that of the
   failing run its ingest recorded in the history (same test id and pipeline, the newest at or
   before the ingest), kept when there is none; ``ci_runs.summary`` is regrouped by them.
@@ -112,7 +112,7 @@ def _one_key_per_test(conn: sa.Connection) -> None:
 
 
 def _triage_ids(conn: sa.Connection) -> None:
-    from app.service.record import failure_id, stored_case
+    from app.store.record import failure_id, stored_case
 
     last = -1
     while True:

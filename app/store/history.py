@@ -57,7 +57,7 @@ from app.history.signatures import (
 from app.history.values import value_tuples
 from app.history.versions import content_hash, version_id
 from app.ingest.testkey import TestKey, canonical_key, parse_test_id
-from app.service.store import Base, ScriptRow, Store, _aware, _iso, _pack, _unpack, utcnow
+from app.store.store import Base, ScriptRow, Store, _aware, _iso, _pack, _unpack, utcnow
 
 if TYPE_CHECKING:
     from app.ingest.resolve import Checkout
