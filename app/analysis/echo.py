@@ -11,14 +11,23 @@ the failure, at the end of a log, and the cost stays flat however long the log i
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from app.analysis.model import Program, Statement
+from app.analysis.model import Frame, Program, Statement
 
 MIN_CHARS = 12  # characters of a script line, whitespace removed, for its echo to count
 TAIL_LINES = 3000
 _MARKS = ">|"  # pytest's failing-line marker, quoting
+ERROR_GAP = 3  # log lines an exception line may follow its source line by (caret lines, blank ones)
+# An exception's headline as Python, pytest (``E   ``) and the test frameworks print it: a dotted
+# class name ending like an exception, then a colon or the end of the line.
+_EXCEPTION_LINE = re.compile(
+    r"^(?:E\s+)?(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit|Fail|Failure|Failed|Timeout|Interrupt|"
+    r"Iteration|Warning)(?::|\s*$)"
+)
+_CARETS = re.compile(r"^[\s~^]*$")  # 3.11+ carets under the failing expression
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +40,12 @@ class Echo:
     log_line: int  # 1-based line of the log
     marked: bool  # pytest's ``>`` marker: the failing line of a frame
     shared: int  # script lines with the same text (the echo cannot tell them apart)
+    raised: bool = False  # an exception line follows it: a traceback's source line, header cut
+
+    @property
+    def failing(self) -> bool:
+        """A frame's source line whatever the header: pytest's ``>`` or the line an exception follows."""
+        return self.marked or self.raised
 
 
 def _key(text: str) -> str:
@@ -99,8 +114,38 @@ def find_echoes(
             places = table.get(key.split("|", 1)[1])
         if places is None:
             continue
+        raised = _exception_follows(lines, offset)
         for path, number in places:
             stmt = index.get((path, number))
             if stmt is not None:
-                out.append(Echo(stmt.sid, path, number, first + offset, marked, len(places)))
+                out.append(Echo(stmt.sid, path, number, first + offset, marked, len(places), raised))
     return tuple(out)
+
+
+def _exception_follows(lines: Sequence[str], at: int) -> bool:
+    """Whether an exception's headline follows line ``at`` (caret and blank lines skipped)."""
+    for raw in lines[at + 1 : at + 1 + ERROR_GAP]:
+        text = raw.strip()
+        if not text or _CARETS.match(text):
+            continue
+        return _EXCEPTION_LINE.match(text) is not None
+    return False
+
+
+def echo_frames(echoes: Sequence[Echo], program: Program) -> list[Frame]:
+    """Frames read from the echoes of failing lines, for a log whose tracebacks name no script (their
+    headers cut, or naming paths no submitted script matches): each unambiguous ``>`` line or line an
+    exception follows, outermost first, as one traceback. The last is where the failure surfaced."""
+    functions = {f.fid: f for f in program.functions}
+    statements = program.statements
+    out: list[Frame] = []
+    seen: set[tuple[str, int]] = set()
+    for echo in echoes:
+        if not echo.failing or echo.shared != 1 or (echo.path, echo.line) in seen:
+            continue
+        seen.add((echo.path, echo.line))
+        function = functions[statements[echo.sid].function]
+        name = "<module>" if function.kind == "module" else function.name
+        lines = next(f.lines for f in program.files if f.path == echo.path)
+        out.append(Frame(echo.path, echo.line, name, lines[echo.line - 1].strip(), echo.log_line, 0))
+    return out

@@ -12,7 +12,7 @@ from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 
 from app.analysis.coverage import log_coverage
-from app.analysis.echo import echo_table, find_echoes
+from app.analysis.echo import echo_frames, echo_table, find_echoes
 from app.analysis.estimate import EstimateOptions, estimate
 from app.analysis.lifecycle import lifecycle
 from app.analysis.limits import CostLimits, check_text
@@ -102,6 +102,15 @@ def _analyze(
 
     frames, frame_warnings = script_frames(parsed.frames, {f.path: f.lines for f in program.files})
     warnings.extend(frame_warnings)
+    echoes = find_echoes(parse.derived(echo_table), index, log)
+    if not frames:
+        frames = echo_frames(echoes, program)
+        if frames:
+            where = frames[-1]
+            warnings.append(
+                f"no traceback frame names a script: the log repeats {where.path}:{where.line} as the failing"
+                f" line (log line {where.log_line}), taken as where the failure surfaced"
+            )
     error_sids: list[int] = []
     for frame in frames:
         st = index.get((frame.path, frame.line))
@@ -161,5 +170,5 @@ def _analyze(
         trees=parse.trees,
         line_index=index,
         parsed=parse,
-        echoes=find_echoes(parse.derived(echo_table), index, log),
+        echoes=echoes,
     )
