@@ -245,9 +245,12 @@ def _history(request: RankRequest, answer: RankAnswer, note: str | None) -> tupl
     if not request.history:
         note = note or f"no CI history with traces recorded for test {test!r}: ranked without it"
         return {"test": test, "runs_read": 0, "runs_used": 0, "note": note}, note
+    from app.history.records import scope_paths
     from app.history.surface import failure_signature, history_section
 
-    files = {s.path: s.content for s in request.scripts}
+    # the failure's script version: its test's own file and the files it reaches, not every script given
+    scope = scope_paths(request.analysis.program, test, (f.path for f in request.analysis.error_frames))
+    files = {s.path: s.content for s in request.scripts if scope is None or s.path in scope}
     section = history_section(
         test,
         request.history,

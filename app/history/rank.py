@@ -50,6 +50,8 @@ class HistoryRun:
     versions_apart: int = 0  # script versions between this run and the failure
     same_test: bool = True  # False: a sibling test's run (file scope)
     values: Values = field(default_factory=dict)  # what its log statements printed (values.value_tuples)
+    commit: str | None = None  # the commit and job it ran in, where CI said
+    job_url: str | None = None
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,7 @@ class Target:
     values: Values = field(default_factory=dict)
     functions: Mapping[Loc, tuple[int, int]] = field(default_factory=dict)  # log statement -> its function
     test_lines: frozenset[Loc] = frozenset()  # the failing test method's own lines
+    scope: frozenset[str] | None = None  # the scripts of its version (None: all of them)
 
     def with_states(self, states: Mapping[Loc, State]) -> Target:
         return replace(self, states=states)
@@ -270,10 +273,12 @@ def line_channels(
     if cp:
         out["cp"] = {loc: cp[b] for b, locs in target.block_lines.items() if b in cp for loc in locs}
     last_pass = next((r for r in reversed(runs) if r.same_test and r.verdict == "pass"), None)
-    if last_pass is not None and dict(last_pass.files) != dict(target.files):
+    mine = {p: text for p, text in target.files.items() if target.scope is None or p in target.scope}
+    if last_pass is not None and dict(last_pass.files) != mine:
+        # a script outside the failure's version (one given along, never reached) changed nothing
         diff = {
             Loc(p, n): 1.0
-            for p, n in changed_lines(last_pass.files, target.files)
+            for p, n in changed_lines(last_pass.files, mine)
             if target.states.get(Loc(p, n), State.NEXE) != State.NEXE
         }
         if diff:
@@ -330,14 +335,16 @@ def rank_with_history(
     *,
     selection: str = "all",
     k: int = DEFAULT_K,
+    scope: frozenset[str] | None = None,
 ) -> HistoryRanking:
-    """The fused order; ``selection`` and ``k`` pick the passes as ``select_runs`` does."""
+    """The fused order; ``selection`` and ``k`` pick the passes as ``select_runs`` does; ``scope``
+    names the scripts of the failure's version (``app.history.records.scope_paths``)."""
     elements = [e.id for e in rendered.elements]
     known = set(elements)
     order = [*[e for e in static_order if e in known], *(e for e in elements if e not in set(static_order))]
     if not history:
         return HistoryRanking(tuple(order))
-    target = target_of(analysis)
+    target = replace(target_of(analysis), scope=scope)
     mapped = map_runs(target, history)
     runs = select_runs(target, mapped, selection, k)
     kept = {id(r) for r in runs}

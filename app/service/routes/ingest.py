@@ -16,6 +16,8 @@ import json
 import logging
 import tempfile
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -34,7 +36,9 @@ from app.ingest import FORMATS as RESULT_FORMATS
 from app.ingest import IngestError, Results, merge, parse_bytes, read_folder
 from app.ingest.archive import extract, is_archive, safe_name
 from app.ingest.base import TestRun
+from app.ingest.job import Job, digest
 from app.ingest.resolve import Checkout
+from app.launch import record_launch, run_records
 from app.localize.result import TriageResult
 from app.options import TriageOptions, resolve_options
 from app.service.dashboard.auth import KeyedRoute
@@ -45,8 +49,10 @@ from app.service.routes.triage import ERRORS, MAX_ID
 from app.service.schemas import OptionsIn
 from app.service.views import triage_view
 from app.settings import Settings
-from app.store.history import HistoryStore, records_from_ci
+from app.store.history import HistoryStore
 from app.store.ingests import CiRunStore
+from app.store.labels import LabelStore
+from app.store.launches import LaunchStore
 from app.store.record import SNAPSHOT_KEY
 from app.store.store import Submission
 from app.triage import check_options
@@ -72,6 +78,7 @@ _ACCEPT = {
     "text/plain": "text",
 }
 OPTION_FIELDS = tuple(sorted(OptionsIn.model_fields))  # as POST /v1/triage takes them
+JOB_FIELDS = ("job_url", "commit", "pipeline", "job_id", "started_at")  # the CI job (app.ingest.job)
 MAX_SCRIPTS = 10_000
 _BODY_DOC = {
     "requestBody": {
@@ -158,6 +165,7 @@ async def ingest(
             else:
                 raise _Bad(415, f"unsupported content type {media!r}: send JSON or multipart")
             options = _options(fields, runtime.settings)
+            job = _job(fields)
             results = await asyncio.to_thread(_results, fields, work)
             root = _root(work / "checkout", fields.get("root"))
             checkout = await asyncio.to_thread(Checkout.scan, root)
@@ -165,6 +173,9 @@ async def ingest(
             raise HTTPException(exc.status, str(exc)) from None
         except IngestError as exc:
             raise HTTPException(422, str(exc)) from None
+        started = await asyncio.to_thread(_started, runtime, job)
+        # each failure is ranked with the runs recorded before this job, never with later ones
+        options = replace(options, history_before=options.history_before or started.isoformat())
         try:
             report = await triage_results(
                 results,
@@ -177,13 +188,15 @@ async def ingest(
             raise HTTPException(503, str(exc), headers={"Retry-After": "5"}) from None
         source = str(fields.get("name") or "")
         # passes take their scripts from the checkout, which lives only as long as the work folder
-        records = await asyncio.to_thread(_records, report, source, checkout)
+        records = await asyncio.to_thread(_records, report, job, started, checkout)
     report = _count_unresolved(report, records)
-    report, run_id = await asyncio.to_thread(_store, runtime, report, source, records)
+    report, run_id = await asyncio.to_thread(_store, runtime, report, source, job, started, records)
     if out_format == "json":
         body = report.to_dict()
         body["id"] = run_id
         body["dashboard"] = f"/ingests/{run_id}"
+        if report.launch_id is not None:
+            body["launch"] = f"/launches/{report.launch_id}"
         return JSONResponse(body, headers={"Location": f"/v1/ingests/{run_id}"})
     return Response(
         emit(report, out_format), media_type=MEDIA[out_format], headers={"Location": f"/v1/ingests/{run_id}"}
@@ -249,7 +262,7 @@ def _json_fields(body: bytes, work: Path, settings: Settings) -> dict[str, Any]:
         raise _Bad(422, f"body is not valid JSON: {exc}") from None
     if not isinstance(raw, dict):
         raise _Bad(422, "body must be a JSON object")
-    unknown = set(raw) - {"results", "format", "scripts", "root", *OPTION_FIELDS}
+    unknown = set(raw) - {"results", "format", "scripts", "root", *OPTION_FIELDS, *JOB_FIELDS}
     if unknown:
         raise _Bad(422, f"unknown field(s): {', '.join(sorted(unknown))}")
     results = raw.get("results")
@@ -284,7 +297,7 @@ def _json_fields(body: bytes, work: Path, settings: Settings) -> dict[str, Any]:
             )
         _write_script(checkout, script["path"], script["content"])
     checkout.mkdir(exist_ok=True)
-    fields = {k: raw[k] for k in (*OPTION_FIELDS, "format", "root") if raw.get(k) is not None}
+    fields = {k: raw[k] for k in (*OPTION_FIELDS, *JOB_FIELDS, "format", "root") if raw.get(k) is not None}
     fields.update(name=name, data=data)
     return fields
 
@@ -317,7 +330,7 @@ async def _multipart(request: Request, work: Path, settings: Settings) -> dict[s
         data = await archive.read()
         limit = _checkout_limit(settings)
         await asyncio.to_thread(extract, data, checkout, name=archive.filename or "archive", max_bytes=limit)
-    for key in (*OPTION_FIELDS, "format", "root"):
+    for key in (*OPTION_FIELDS, *JOB_FIELDS, "format", "root"):
         value = form.get(key)
         if isinstance(value, str) and value:
             fields[key] = (
@@ -383,19 +396,41 @@ def _root(checkout: Path, root: Any) -> Path:
     return folder
 
 
-def _records(report: CiReport, source: str, checkout: Checkout) -> list[RunRecord]:
+def _job(fields: Mapping[str, Any]) -> Job:
+    """The CI job the upload names (``job_url``, ``commit``, ``pipeline``, ``job_id``, ``started_at``),
+    known by the digest of its results file when it names no job URL nor job id."""
+    given = {k: fields[k] for k in JOB_FIELDS if fields.get(k) not in (None, "")}
+    bad = [k for k, v in given.items() if not isinstance(v, str)]
+    if bad:
+        raise _Bad(422, f"{', '.join(bad)} must be a string")
+    try:
+        job = Job().given(**given)
+    except ValueError as exc:
+        raise _Bad(422, str(exc)) from None
+    return job.given(digest=digest(fields["data"]), source=str(fields.get("name") or ""))
+
+
+def _started(runtime: Runtime, job: Job) -> datetime:
+    """When the job started: as given, as first recorded when it is sent again, else now."""
+    if job.started_at is not None:
+        return job.started_at
+    found = LaunchStore(runtime.store).started_at(job.identity)
+    if found is not None:
+        return found if found.tzinfo else found.replace(tzinfo=UTC)
+    return datetime.now(UTC)
+
+
+def _records(report: CiReport, job: Job, started: datetime, checkout: Checkout) -> list[RunRecord]:
     """The history records, passes with their scripts; a resolution error never fails the ingest."""
     try:
-        return records_from_ci(report, source, checkout=checkout)
+        return run_records(report, job, started, checkout=checkout)
     except Exception:
         log.exception("passing runs' scripts not resolved; recorded without them")
-        return records_from_ci(report, source)
+        return run_records(report, job, started)
 
 
 def _count_unresolved(report: CiReport, records: list[RunRecord]) -> CiReport:
     """A pass whose script is not found is stored without a trace, never counted in spectra: say so."""
-    from dataclasses import replace
-
     missing = sum(1 for r in records if r.verdict == "pass" and not r.scripts)
     if not missing:
         return report
@@ -427,19 +462,32 @@ def _triager(runtime: Runtime, options: TriageOptions) -> Triager:
     return one
 
 
-def _store(runtime: Runtime, report: CiReport, source: str, records: list[RunRecord]) -> tuple[CiReport, int]:
-    """The run that lists the failed tests' triages (each stored as it was made), then the history."""
+def _store(
+    runtime: Runtime,
+    report: CiReport,
+    source: str,
+    job: Job,
+    started: datetime,
+    records: list[RunRecord],
+) -> tuple[CiReport, int]:
+    """The ingest that lists the failed tests' triages (each stored as it was made), then the job:
+    every test's run in the CI history and its launch, with the known issues among its failures."""
     body = report.to_dict()
     run_id = CiRunStore(runtime.store.engine).create(
         report.format, source, {k: body[k] for k in ("summary", "groups", "warnings")}, body["tests"]
     )
-    _record_history(runtime, records)
-    return report, run_id
-
-
-def _record_history(runtime: Runtime, records: list[RunRecord]) -> None:
-    """Every test's run, passes too, goes to the CI history; a failure here never fails the ingest."""
     try:
-        HistoryStore(runtime.store).add_runs(records)
-    except Exception:
+        recorded = record_launch(
+            report,
+            job,
+            started,
+            records,
+            history=HistoryStore(runtime.store),
+            launches=LaunchStore(runtime.store),
+            labels=LabelStore(runtime.store),
+            ingest_id=run_id,
+        )
+    except Exception:  # the triages are stored and answered either way
         log.exception("ingested runs not recorded in the CI history")
+        return report, run_id
+    return replace(report, known=dict(recorded.known), launch_id=recorded.launch_id), run_id
