@@ -26,7 +26,7 @@ from app.analysis.pipeline import analyze
 from app.analysis.render import render
 from app.localize.heuristic import has_evidence
 from app.localize.prompts import build_messages, failure_text
-from app.localize.result import RankedItem, TriageResult
+from app.localize.result import RankedItem, TriageResult, relevance
 from app.options import TriageOptions
 from app.rankers import choose, make_ranker, ranker_names
 from app.rankers.base import Pick, Prompt, RankAnswer, RankRequest
@@ -194,6 +194,10 @@ async def rank(
     if len(items) < opts.k and (answer.name != HeuristicRanker.name or not answer.picks):
         items = _fill_in(items, request, answer.name)
 
+    items = [
+        replace(item, relevance=value)
+        for item, value in zip(items, relevance([i.score for i in items], answer.name), strict=True)
+    ]
     built_in = answer.name in (HeuristicRanker.name, HandsetRanker.name)
     evidence_found = not built_in or any(has_evidence(item.evidence) for item in items)
     ranker_model = answer.ranker_model

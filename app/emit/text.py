@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from app.emit import status
 from app.localize.result import RankedItem, TriageResult
 
 if TYPE_CHECKING:
@@ -38,7 +39,8 @@ def render(report: CiReport) -> str:
         out.append("=" * 78)
         for item in members:
             out.append("")
-            out.append(f"--- {item.run.test_id} [{item.run.verdict}]")
+            said = status(report, item)
+            out.append(f"--- {item.run.test_id} [{item.run.verdict}]" + (f" - {said}" if said else ""))
             if item.scripts:
                 out.append(f"scripts: {', '.join(item.scripts)}")
             if item.result is None:
@@ -78,18 +80,24 @@ def format_result(result: TriageResult, extra_warnings: Sequence[str] | None = N
     if result.history is not None:
         out.extend(history_lines(result.history))
     out.append("")
-    for item in result.ranking:
+    shown, left_out = shown_items(result.ranking)
+    for item in shown:
         span = (
             f"{item.start_line}" if item.start_line == item.end_line else f"{item.start_line}-{item.end_line}"
         )
-        score = "" if item.score is None else f"  score {item.score:.2f}"
+        score = "" if item.relevance is None else f"  score {item.relevance}/100"
         out.append(f"{item.rank:>2}. {item.id}  {item.path}:{span}{score}")
-        out.append(f"    why: {item.reason}")
-        for ev in item.evidence[:EVIDENCE_LINES]:
+        evidence = item.evidence[:EVIDENCE_LINES]
+        why = why_text(item.reason, evidence)
+        if why:
+            out.append(f"    why: {printable(why)}")
+        for ev in evidence:
             origin = f"  <- log line {ev.source_line}" if ev.source_line else ""
             detail = printable(ev.detail)
-            out.append(f"      [{ev.channel}] {ev.path}:{ev.line} {detail} (+{ev.weight:.2f}){origin}")
+            out.append(f"      [{ev.channel}] {ev.path}:{ev.line} {detail} ({ev.weight:+.2f}){origin}")
         out.extend(_preview(item))
+    if left_out:
+        out.append(f"    ({left_out} more ranked with score 0/100 left out: nothing points at them)")
     if not result.ranking:
         out.append("(nothing to rank: no code is left in the trace)")
     out.append("")
@@ -107,6 +115,19 @@ def format_result(result: TriageResult, extra_warnings: Sequence[str] | None = N
         for warning in dict.fromkeys([*extra_warnings, *result.warnings]):
             out.append(f"warning: {printable(warning)}")
     return "\n".join(out) + "\n"
+
+
+def shown_items(ranking: Sequence[RankedItem]) -> tuple[list[RankedItem], int]:
+    """The items worth reading and how many were left out: below the first item, one whose score
+    rounds to 0/100 is padding (nothing points at it), so a reader is not shown it."""
+    shown = [item for i, item in enumerate(ranking) if i == 0 or item.relevance is None or item.relevance > 0]
+    return shown, len(ranking) - len(shown)
+
+
+def why_text(reason: str, evidence: Sequence[Any]) -> str:
+    """The ranker's reason without the parts the evidence lines below it already say."""
+    said = {ev.detail for ev in evidence}
+    return "; ".join(part for part in reason.split("; ") if part and part not in said)
 
 
 def _preview(item: RankedItem) -> list[str]:
@@ -137,6 +158,15 @@ def _preview(item: RankedItem) -> list[str]:
 HUNKS_SHOWN = 3  # changed regions listed under the first bad version
 
 
+def where_ran(commit: str | None, job: str | None, version: str | None) -> str:
+    """A run's place as people name it: commit and job when CI said them, else the script version."""
+    parts = [f"commit {commit[:12]}" if commit else "", f"job {job}" if job else ""]
+    named = ", ".join(p for p in parts if p)
+    return (
+        f"{named} (script version {version})" if named and version else named or f"script version {version}"
+    )
+
+
 def history_lines(history: Mapping[str, Any]) -> list[str]:
     """What the test's CI history said: its verdict, the runs fused, the first bad version and
     what changed in it."""
@@ -148,9 +178,10 @@ def history_lines(history: Mapping[str, Any]) -> list[str]:
         f"History of {test}: {verdict}; fused {history['runs_used']} of {history['runs_read']} recorded runs"
     ]
     found = history.get("first_bad_version") or {}
-    if found.get("first_bad"):
-        good = f" (last good {found['last_good']})" if found.get("last_good") else ""
-        out.append(f"First bad version: {found['first_bad']}{good}")
+    if found.get("first_bad") or found.get("first_bad_commit"):
+        bad = where_ran(found.get("first_bad_commit"), found.get("first_bad_job"), found.get("first_bad"))
+        good = where_ran(found.get("last_good_commit"), found.get("last_good_job"), found.get("last_good"))
+        out.append(f"First bad version: {bad}" + (f" (last good: {good})" if found.get("last_good") else ""))
     if found.get("note"):
         out.append(f"  {printable(str(found['note']))}")
     hunks = found.get("hunks") or []

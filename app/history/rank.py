@@ -34,6 +34,12 @@ CHANNEL_OF = {
     "values": Channel.HISTORY_VALUE,
 }
 FUSED_CHANNELS = ("static", "ochiai", "cp", "diff", "values")
+MEANING = {  # what a history channel's positive term says, in a reader's words
+    "ochiai": "ran in the failing runs more than in the passing ones",
+    "cp": "on the failing runs' paths more than on the passing runs'",
+    "diff": "changed since the last passing version",
+    "values": "printed a value the passing runs printed otherwise",
+}
 Values = Mapping[Loc, frozenset[tuple[str, ...]]]  # log statement -> value tuples it printed
 SELECTIONS = ("all", "fdc", "similar")
 
@@ -366,7 +372,7 @@ def rank_with_history(
                 round(term, 4),
                 element.path,
                 element.start_line,
-                f"{c}: log-likelihood ratio {term:+.2f} from {used} earlier runs",
+                f"{MEANING[c]} ({used} earlier runs)",
             )
             for c, term in sorted(f.terms.items(), key=lambda kv: -kv[1])
             if c in CHANNEL_OF and term > 0

@@ -64,8 +64,10 @@ class HistoryRanker:
         for eid in ranking.order[:k]:
             base = by_id.get(eid)
             fused = ranking.fused[eid]
-            terms = ", ".join(f"{c} {t:+.2f}" for c, t in sorted(fused.terms.items(), key=lambda kv: -kv[1]))
-            reason = f"posterior {fused.posterior:.2f} ({terms})"
+            terms = ", ".join(
+                f"{c} {t:+.2f}" for c, t in sorted(fused.terms.items(), key=lambda kv: -kv[1]) if round(t, 2)
+            )
+            reason = f"posterior {fused.posterior:.0%}" + (f" from the terms {terms}" if terms else "")
             evidence = (*ranking.evidence.get(eid, ()), *(base.evidence if base else ()))
             picks.append(Pick(elements_by_id[eid], round(fused.logit, 4), reason, evidence))
         return RankAnswer(self.name, tuple(picks), history_used=ranking.runs)

@@ -164,33 +164,9 @@ async def ingest(
                 fields = _json_fields(await request.body(), work, runtime.settings)
             else:
                 raise _Bad(415, f"unsupported content type {media!r}: send JSON or multipart")
-            options = _options(fields, runtime.settings)
-            job = _job(fields)
-            results = await asyncio.to_thread(_results, fields, work)
-            root = _root(work / "checkout", fields.get("root"))
-            checkout = await asyncio.to_thread(Checkout.scan, root)
         except _Bad as exc:
             raise HTTPException(exc.status, str(exc)) from None
-        except IngestError as exc:
-            raise HTTPException(422, str(exc)) from None
-        started = await asyncio.to_thread(_started, runtime, job)
-        # each failure is ranked with the runs recorded before this job, never with later ones
-        options = replace(options, history_before=options.history_before or started.isoformat())
-        try:
-            report = await triage_results(
-                results,
-                checkout,
-                _triager(runtime, options),
-                max_files=runtime.settings.max_files_per_case,
-                max_log_bytes=runtime.settings.max_log_bytes,
-            )
-        except PoolUnavailable as exc:
-            raise HTTPException(503, str(exc), headers={"Retry-After": "5"}) from None
-        source = str(fields.get("name") or "")
-        # passes take their scripts from the checkout, which lives only as long as the work folder
-        records = await asyncio.to_thread(_records, report, job, started, checkout)
-    report = _count_unresolved(report, records)
-    report, run_id = await asyncio.to_thread(_store, runtime, report, source, job, started, records)
+        report, run_id = await ingest_fields(runtime, fields, work)
     if out_format == "json":
         body = report.to_dict()
         body["id"] = run_id
@@ -201,6 +177,50 @@ async def ingest(
     return Response(
         emit(report, out_format), media_type=MEDIA[out_format], headers={"Location": f"/v1/ingests/{run_id}"}
     )
+
+
+async def upload_fields(request: Request, work: Path, settings: Settings) -> dict[str, Any]:
+    """A multipart upload's fields (the results file, the checkout archive unpacked under ``work``,
+    the options and job fields), as ``POST /v1/ingest`` reads them; ``HTTPException`` when bad."""
+    try:
+        return await _multipart(request, work, settings)
+    except _Bad as exc:
+        raise HTTPException(exc.status, str(exc)) from None
+    except IngestError as exc:
+        raise HTTPException(422, str(exc)) from None
+
+
+async def ingest_fields(runtime: Runtime, fields: dict[str, Any], work: Path) -> tuple[CiReport, int]:
+    """One CI job's upload, read (``fields``; its scripts under ``work``/checkout): every failed test
+    triaged, the job recorded. The report and the ingest's id; ``HTTPException`` for bad input."""
+    try:
+        options = _options(fields, runtime.settings)
+        job = _job(fields)
+        results = await asyncio.to_thread(_results, fields, work)
+        root = _root(work / "checkout", fields.get("root"))
+        checkout = await asyncio.to_thread(Checkout.scan, root)
+    except _Bad as exc:
+        raise HTTPException(exc.status, str(exc)) from None
+    except IngestError as exc:
+        raise HTTPException(422, str(exc)) from None
+    started = await asyncio.to_thread(_started, runtime, job)
+    # each failure is ranked with the runs recorded before this job, never with later ones
+    options = replace(options, history_before=options.history_before or started.isoformat())
+    try:
+        report = await triage_results(
+            results,
+            checkout,
+            _triager(runtime, options),
+            max_files=runtime.settings.max_files_per_case,
+            max_log_bytes=runtime.settings.max_log_bytes,
+        )
+    except PoolUnavailable as exc:
+        raise HTTPException(503, str(exc), headers={"Retry-After": "5"}) from None
+    source = str(fields.get("name") or "")
+    # passes take their scripts from the checkout, which lives only as long as the work folder
+    records = await asyncio.to_thread(_records, report, job, started, checkout)
+    report = _count_unresolved(report, records)
+    return await asyncio.to_thread(_store, runtime, report, source, job, started, records)
 
 
 @router.get("/v1/ingests/{run_id}", responses=ERRORS)

@@ -36,8 +36,16 @@ def failure_groups(tests: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         if test["verdict"] not in ("fail", "error"):
             continue
         sig = test.get("err_sig") or ""
+        # the first failure's own words head the group (the masked form is the same for many groups)
+        error = next((line.strip() for line in (test.get("error") or "").splitlines() if line.strip()), "")
         group = groups.setdefault(
-            sig, {"err_sig": sig or None, "error": normalise_error(test.get("error")), "tests": []}
+            sig,
+            {
+                "err_sig": sig or None,
+                "error": error[:300],
+                "masked": normalise_error(test.get("error")),
+                "tests": [],
+            },
         )
         group["tests"].append(test)
     return list(groups.values())
