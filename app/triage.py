@@ -112,7 +112,7 @@ def prepare(
         prompt_rendered, failure_text(analysis, opts), opts.k, output_format=opts.output_format
     )
     return RankRequest(
-        analysis, rendered, Prompt(prompt_rendered, tuple(messages)), opts, scripts=tuple(scripts)
+        analysis, rendered, Prompt(prompt_rendered, tuple(messages)), opts, scripts=tuple(scripts), log=log
     )
 
 
@@ -249,12 +249,14 @@ def _history(request: RankRequest, answer: RankAnswer, note: str | None) -> tupl
     if not request.history:
         note = note or f"no CI history with traces recorded for test {test!r}: ranked without it"
         return {"test": test, "runs_read": 0, "runs_used": 0, "note": note}, note
+    from app.history.newlines import new_lines
     from app.history.records import scope_paths
     from app.history.surface import failure_signature, history_section
 
     # the failure's script version: its test's own file and the files it reaches, not every script given
     scope = scope_paths(request.analysis.program, test, (f.path for f in request.analysis.error_frames))
     files = {s.path: s.content for s in request.scripts if scope is None or s.path in scope}
+    passes = [h.log for h in request.history if h.same_test and h.verdict == "pass" and h.log]
     section = history_section(
         test,
         request.history,
@@ -263,6 +265,7 @@ def _history(request: RankRequest, answer: RankAnswer, note: str | None) -> tupl
         failure_signature(request.analysis),
         window=opts.history_window,
         k=opts.history_k,
+        new_lines=new_lines(request.log, passes),
     )
     return section, None
 

@@ -156,6 +156,7 @@ def _preview(item: RankedItem) -> list[str]:
 
 
 HUNKS_SHOWN = 3  # changed regions listed under the first bad version
+NEW_LINES_SHOWN = 10  # numbers of the log lines only the failure printed
 
 
 def where_ran(commit: str | None, job: str | None, version: str | None) -> str:
@@ -177,6 +178,11 @@ def history_lines(history: Mapping[str, Any]) -> list[str]:
     out = [
         f"History of {test}: {verdict}; fused {history['runs_used']} of {history['runs_read']} recorded runs"
     ]
+    new = history.get("new_lines") or []
+    if new:
+        more = ", ..." if len(new) > NEW_LINES_SHOWN else ""
+        shown = ", ".join(str(n) for n in new[:NEW_LINES_SHOWN]) + more
+        out.append(f"New in this failure: {len(new)} log line(s) no passing run printed (lines {shown})")
     found = history.get("first_bad_version") or {}
     if found.get("first_bad") or found.get("first_bad_commit"):
         bad = where_ran(found.get("first_bad_commit"), found.get("first_bad_job"), found.get("first_bad"))

@@ -39,11 +39,13 @@ def history_section(
     *,
     window: int,
     k: int,
+    new_lines: Sequence[int] | None = None,
 ) -> dict[str, Any]:
     """The result's ``history``: runs read and used, classification, first bad version with hunks.
 
     ``used`` are the runs the ranker fused (``RankAnswer.history_used``); ``files`` is the failing
-    version (its test's own scripts: ``app.history.records.scope_paths``); the failure's environment
+    version (its test's own scripts: ``app.history.records.scope_paths``); ``new_lines`` the log
+    lines only the failure printed (``app.history.newlines``); the failure's environment
     is taken as that of the newest run of the same version (the request carries none), so
     flakiness compares like with like.
     """
@@ -73,6 +75,8 @@ def history_section(
         "err_sig": signature,
         **verdict,
         "first_bad_version": {**found, "hunks": changed},
+        # the failure's log lines no passing run printed (None: no passing log to compare with)
+        "new_lines": None if new_lines is None else list(new_lines),
     }
 
 

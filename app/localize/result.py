@@ -19,7 +19,7 @@ from app.options import RANKERS, TriageOptions
 __all__ = ["HISTORY_CHANNELS", "RANKERS", "RankedItem", "TriageOptions", "TriageResult", "history_terms"]
 
 # the evidence channels the history ranker adds (app/history/rank.py names them)
-HISTORY_CHANNELS: tuple[str, ...] = ("spectrum", "cp", "diff", "history_value")
+HISTORY_CHANNELS: tuple[str, ...] = ("spectrum", "cp", "diff", "history_value", "new_lines")
 
 
 def history_terms(item: Mapping[str, Any]) -> dict[str, Any]:

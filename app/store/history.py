@@ -25,6 +25,7 @@ from sqlalchemy import (
     String,
     UniqueConstraint,
     and_,
+    case,
     delete,
     func,
     or_,
@@ -42,6 +43,7 @@ from app.analysis.model import Loc, State
 from app.analysis.mustrun import passing_states
 from app.analysis.parsed import ParseCache, log_patterns
 from app.analysis.pipeline import analyze
+from app.history.newlines import MAX_PASS_LOGS
 from app.history.packed import pack_trace, packable, unpack_trace
 from app.history.rank import HistoryRun, Values
 from app.history.records import RunRecord, env_fingerprint, scoped
@@ -627,6 +629,9 @@ class HistoryStore:
                     rows += [(False, r) for r in session.execute(union_all(*parts)).all()]
             files = _version_files(session, {r.version_id for _, r in rows})
         rows.sort(key=lambda item: (_aware(item[1].started_at), item[1].id))
+        # the newest passes' logs: a failure's new lines are those none of them printed
+        said = [r.id for same, r in rows if same and r.verdict == "pass" and r.log_z is not None]
+        logs = set(said[-MAX_PASS_LOGS:])
         order = list(dict.fromkeys(r.version_id for _, r in rows))
         if target_version is not None and target_version not in order:
             order.append(target_version)
@@ -654,6 +659,7 @@ class HistoryStore:
                     values=_values_of(r.log_values),
                     commit=r.commit,
                     job_url=r.job_url,
+                    log=_unpack(r.log_z) if r.id in logs else None,
                 )
             )
         return out
@@ -712,6 +718,7 @@ def _traced_runs(test_id: int, before: datetime | None = None) -> Any:
             RunRow.log_values,
             RunRow.commit,
             RunRow.job_url,
+            case((RunRow.verdict == "pass", RunRow.log_z), else_=None).label("log_z"),  # passes' only
         )
         .where(
             *past,
