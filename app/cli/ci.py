@@ -14,7 +14,7 @@ import asyncio
 import sys
 import tempfile
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -99,7 +99,9 @@ def run(args: argparse.Namespace) -> int:
         # the database is opened to record this job, or to read the history the ranker asks for
         store = _open_store(url) if not args.no_store or options.ranker == "history" else None
         try:
-            started = _started(store, job)
+            from app.store.jobs import job_started
+
+            started = job_started(store, job)
             # only runs recorded before this job: a failure is ranked with its past
             options = replace(options, history_before=options.history_before or started.isoformat())
             reader = None
@@ -166,49 +168,17 @@ def _open_store(url: str) -> Store | None:
         return None
 
 
-def _started(store: Store | None, job: Job) -> datetime:
-    """When the job started: as given (or by the CI), as first recorded when it is sent again, else now."""
-    if job.started_at is not None:
-        return job.started_at
-    if store is not None:
-        from app.store.launches import LaunchStore
-
-        try:
-            found = LaunchStore(store).started_at(job.identity)
-        except Exception:  # an unreadable launch only loses the job's first time
-            found = None
-        if found is not None:
-            return found if found.tzinfo else found.replace(tzinfo=UTC)
-    return datetime.now(UTC)
-
-
 def _record(
     store: Store, report: CiReport, job: Job, started: datetime, checkout: Checkout, options: TriageOptions
 ) -> CiReport:
-    """The job into the store: each triage (so the dashboard shows it), every test's run (passes
-    too, with their scripts from the checkout) and the job's launch with its known issues. A
-    database problem is a warning, never a lost report."""
-    from app.launch import record_launch, run_records
-    from app.store.history import HistoryStore
-    from app.store.labels import LabelStore
-    from app.store.launches import LaunchStore
+    """The job into the store (``app.store.jobs.record_job``); a database problem is a warning,
+    never a lost report."""
+    from app.store.jobs import record_job
     from app.store.store import safe_url
 
     url = safe_url(str(store.engine.url))
     try:
-        launches = LaunchStore(store)
-        if launches.find(job.identity) is None:
-            report = _store_triages(store, report, options)
-        records = run_records(report, job, started, checkout=checkout, resolve_failures=True)
-        recorded = record_launch(
-            report,
-            job,
-            started,
-            records,
-            history=HistoryStore(store),
-            launches=launches,
-            labels=LabelStore(store),
-        )
+        report, recorded = record_job(store, report, job, started, checkout, options)
     except Exception as exc:
         print(f"tcfl ci: warning: runs not recorded in {url}: {type(exc).__name__}: {exc}", file=sys.stderr)
         return report
@@ -218,36 +188,7 @@ def _record(
         f"in the CI history ({url}); launch {recorded.launch_id}{launch}",
         file=sys.stderr,
     )
-    return replace(report, known=dict(recorded.known), launch_id=recorded.launch_id)
-
-
-def _store_triages(store: Store, report: CiReport, options: TriageOptions) -> CiReport:
-    """Each failure's triage stored as ``tcfl triage`` stores one, its id on the report."""
-    from app.ci import history_key
-    from app.store.record import Submission, record_triages
-
-    items = [t for t in report.triaged if t.result is not None]
-    if not items:
-        return report
-    cases = [
-        (
-            Submission(
-                scripts=t.sources,
-                log=t.run.log,
-                options=options.to_dict(),
-                test_id=t.run.test_id[:200],
-                test=history_key(t.run),
-            ),
-            t.result.to_dict(),
-        )
-        for t in items
-        if t.result is not None
-    ]
-    with store.engine.begin() as conn:
-        stored = record_triages(conn, cases)
-    ids = {id(t): s.id for t, s in zip(items, stored, strict=True)}
-    triaged = tuple(replace(t, triage_id=ids.get(id(t), t.triage_id)) for t in report.triaged)
-    return replace(report, triaged=triaged)
+    return report
 
 
 def _root(name: str | None, work: Path) -> Path:

@@ -31,6 +31,7 @@ __all__ = [
     "parse_test_id",
     "scope_paths",
     "scoped",
+    "with_job",
 ]
 
 VERDICTS = frozenset({"pass", "fail", "error", "skip"})
@@ -137,6 +138,18 @@ def parse_run(data: Any, *, now: datetime | None = None) -> RunRecord:
 
 
 JOB_FIELDS = ("job_url", "pipeline", "job_id", "commit")  # a run record's CI fields, top level or in "ci"
+
+
+def with_job(record: RunRecord, job: Job) -> RunRecord:
+    """A record that names no CI job of its own, named by ``job`` (``tcfl ingest``'s flags and CI
+    environment): its links, and its identity when the job has one."""
+    if record.job or record.job_url or record.pipeline or record.commit:
+        return record
+    key = job.key if job.job_url or (job.pipeline and job.job_id) else None
+    started = job.started_at or record.started_at
+    return replace(
+        record, job_url=job.job_url, pipeline=job.pipeline, commit=job.commit, job=key, started_at=started
+    )
 
 
 def _job_key(ci: Mapping[str, Any]) -> str | None:

@@ -17,7 +17,7 @@ import logging
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -51,6 +51,7 @@ from app.service.views import triage_view
 from app.settings import Settings
 from app.store.history import HistoryStore
 from app.store.ingests import CiRunStore
+from app.store.jobs import job_started
 from app.store.labels import LabelStore
 from app.store.launches import LaunchStore
 from app.store.record import SNAPSHOT_KEY
@@ -203,7 +204,7 @@ async def ingest_fields(runtime: Runtime, fields: dict[str, Any], work: Path) ->
         raise HTTPException(exc.status, str(exc)) from None
     except IngestError as exc:
         raise HTTPException(422, str(exc)) from None
-    started = await asyncio.to_thread(_started, runtime, job)
+    started = await asyncio.to_thread(job_started, runtime.store, job)
     # each failure is ranked with the runs recorded before this job, never with later ones
     options = replace(options, history_before=options.history_before or started.isoformat())
     try:
@@ -428,16 +429,6 @@ def _job(fields: Mapping[str, Any]) -> Job:
     except ValueError as exc:
         raise _Bad(422, str(exc)) from None
     return job.given(digest=digest(fields["data"]), source=str(fields.get("name") or ""))
-
-
-def _started(runtime: Runtime, job: Job) -> datetime:
-    """When the job started: as given, as first recorded when it is sent again, else now."""
-    if job.started_at is not None:
-        return job.started_at
-    found = LaunchStore(runtime.store).started_at(job.identity)
-    if found is not None:
-        return found if found.tzinfo else found.replace(tzinfo=UTC)
-    return datetime.now(UTC)
 
 
 def _records(report: CiReport, job: Job, started: datetime, checkout: Checkout) -> list[RunRecord]:
