@@ -254,8 +254,30 @@ def run_job(repo: Path, shas: Sequence[str], number: int, out: Path) -> JobFiles
 
 
 def run_jobs(repo: Path, out: Path, count: int = len(COMMITS)) -> list[JobFiles]:
+    """The repository built and every job run (``count`` of them): what each left."""
     shas = build_repo(repo)
     return [run_job(repo, shas, n, out) for n in range(1, count + 1)]
+
+
+def load_jobs(repo: Path, out: Path) -> list[JobFiles]:
+    """The jobs ``run_jobs`` ran, read back from their folders (another process ran them)."""
+    shas = _git(repo, "log", "--format=%H", "--reverse").split()
+    jobs = []
+    for n, sha in enumerate(shas, 1):
+        folder = out / f"job{n}"
+        if folder.is_dir():
+            jobs.append(
+                JobFiles(
+                    n,
+                    sha,
+                    folder / "checkout",
+                    folder / "checkout.tar.gz",
+                    folder / "junit.xml",
+                    folder / "report.jsonl",
+                    0,
+                )
+            )
+    return jobs
 
 
 def tcfl_ci(
