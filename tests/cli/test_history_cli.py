@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from tests.ci_tools import PytestRun, py_results
+from tests.service.helpers import clean_env
 
 __all__ = ["py_results"]  # the session fixture, used by name
 
@@ -22,7 +23,7 @@ LOG = (
 
 def tcfl(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "app.cli", *args], capture_output=True, text=True, check=False
+        [sys.executable, "-m", "app.cli", *args], capture_output=True, text=True, check=False, env=clean_env()
     )
 
 
