@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.ci_tools import PytestRun, avocado_job, py_results, stestr_run
 from tests.service.helpers import Server, clean_env
 
@@ -163,6 +165,7 @@ def test_ci_records_every_run_under_one_key_per_test(tmp_path: Path, py_results:
     assert skipped.returncode == 0 and "recorded" not in skipped.stderr
 
 
+@pytest.mark.slow  # five tcfl ci runs and a server
 def test_one_test_is_one_key_whichever_tool_ran_it(
     tmp_path: Path, py_results: PytestRun, avocado_job: Path, stestr_run: tuple[Path, Path]
 ) -> None:

@@ -16,6 +16,7 @@ from tests.service.conftest import _database
 from tests.service.helpers import Server
 
 __all__ = ["launch_jobs"]
+pytestmark = pytest.mark.slow  # nine real pytest jobs, then a server per backend fed with them
 FED = 4  # jobs ingested by the module's fixture (the tests may add more, in any order)
 
 
