@@ -10,15 +10,14 @@ from pathlib import Path
 import pytest
 
 from app.cli import main
-from app.settings import get_settings
 from app.store.history import HistoryStore
 from app.store.labels import LabelStore
 from app.store.launches import LaunchStore
 from app.store.store import Store
 from tests.ci_tools import FAILED_TESTS, PytestRun, py_results
-from tests.service.helpers import CI_MARKERS
+from tests.cli.test_ci_cli import no_model_from_environment
 
-__all__ = ["py_results"]
+__all__ = ["no_model_from_environment", "py_results"]  # fixtures, used by name (the first autouse)
 GITHUB = {
     "GITHUB_ACTIONS": "true",
     "GITHUB_SERVER_URL": "https://github.com",
@@ -29,17 +28,6 @@ GITHUB = {
     "GITHUB_JOB": "unit",
     "GITHUB_SHA": "0123456789abcdef0123456789abcdef01234567",
 }
-
-
-@pytest.fixture(autouse=True)
-def environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for name in ("TCFL_MODEL_URL", "TCFL_MODEL", "TCFL_LOG_FUNCTIONS", "TCFL_DEFAULT_K", *CI_MARKERS):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("TCFL_DATABASE_URL", f"sqlite:///{tmp_path / 'tcfl.db'}")
-    monkeypatch.chdir(tmp_path)
-    get_settings.cache_clear()
-    yield
-    get_settings.cache_clear()
 
 
 def ci(capsys: pytest.CaptureFixture[str], results: Path, root: Path, *args: str) -> tuple[int, str, str]:

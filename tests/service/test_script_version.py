@@ -6,19 +6,17 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-
-import pytest
 
 from app.analysis.model import Script
 from app.history.records import parse_run
 from app.options import resolve_options
 from app.store.history import HistoryStore
-from app.store.store import Store
 from app.triage import finish, triage
+from tests.service.test_history_store import history
 
+__all__ = ["history"]  # the fixture, used by name
 KEY = "tests/test_cart.py::test_total"
 HELPER = "def total(prices):\n    amount = 0\n    for p in prices:\n        amount += p\n    return amount\n"
 BROKEN = HELPER.replace("amount += p", "amount = p")
@@ -47,15 +45,6 @@ def _log(tmp: Path, helper: str) -> str:
         env={"PYTHONPATH": str(folder / "tests")},
     )
     return done.stdout + done.stderr
-
-
-@pytest.fixture
-def history(database_url: str) -> Iterator[HistoryStore]:
-    store = Store.open(database_url)
-    try:
-        yield HistoryStore(store)
-    finally:
-        store.close()
 
 
 def _scripts(helper: str, *extra: Script) -> list[dict[str, str]]:
