@@ -69,10 +69,13 @@ def format_result(result: TriageResult, extra_warnings: Sequence[str] | None = N
         wanted = result.options.ranker if result.options is not None else "auto"
         who = "the model" if wanted in ("auto", "llm") else f"the {wanted} ranker"
         ranker += f" (fallback: {who} did not answer; see the warning)"
-    shown = len(result.ranking)
-    asked = "" if shown == result.k else f" (of {result.k} asked: the trace holds no more)"
+    listed, left_out = shown_items(result.ranking)
+    notes = [] if len(result.ranking) == result.k else [f"of {result.k} asked: the trace holds no more"]
+    if left_out:
+        notes.append(f"{left_out} more scored 0/100 not listed")
+    asked = f" ({'; '.join(notes)})" if notes else ""
     out.append(
-        f"Top {shown} {result.level}s{asked} by {ranker}; trace {result.variant}: "
+        f"Top {len(listed)} {result.level}s{asked} by {ranker}; trace {result.variant}: "
         f"{result.kept_lines}/{result.total_lines} lines kept ({result.pruning_rate:.0%} pruned)"
     )
     if not result.evidence_found:
@@ -80,8 +83,7 @@ def format_result(result: TriageResult, extra_warnings: Sequence[str] | None = N
     if result.history is not None:
         out.extend(history_lines(result.history))
     out.append("")
-    shown, left_out = shown_items(result.ranking)
-    for item in shown:
+    for item in listed:
         span = (
             f"{item.start_line}" if item.start_line == item.end_line else f"{item.start_line}-{item.end_line}"
         )
@@ -96,8 +98,6 @@ def format_result(result: TriageResult, extra_warnings: Sequence[str] | None = N
             detail = printable(ev.detail)
             out.append(f"      [{ev.channel}] {ev.path}:{ev.line} {detail} ({ev.weight:+.2f}){origin}")
         out.extend(_preview(item))
-    if left_out:
-        out.append(f"    ({left_out} more ranked with score 0/100 left out: nothing points at them)")
     if not result.ranking:
         out.append("(nothing to rank: no code is left in the trace)")
     out.append("")

@@ -63,6 +63,9 @@ class Job:
                 changes[name] = str(changes[name]).strip()[:MAX_FIELD] or None
         if "started_at" in changes and not isinstance(changes["started_at"], datetime):
             changes["started_at"] = parse_time(str(changes["started_at"]))
+        url = changes.get("job_url")
+        if url is not None and not str(url).startswith(("https://", "http://")):
+            raise ValueError(f"job_url must be an http(s) link, got {str(url)[:80]!r}")
         return replace(self, **changes)  # type: ignore[arg-type]
 
 

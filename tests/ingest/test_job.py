@@ -90,3 +90,9 @@ def test_the_digest_tells_different_results_apart(a: bytes, b: bytes) -> None:
 def test_times_without_a_zone_are_utc() -> None:
     assert parse_time("2026-11-28T10:00:00") == datetime(2026, 11, 28, 10, tzinfo=UTC)
     assert parse_time("2026-11-28T10:00:00Z") == parse_time("2026-11-28T11:00:00+01:00")
+
+
+def test_a_job_url_is_a_web_link() -> None:
+    with pytest.raises(ValueError, match="http"):
+        Job().given(job_url="javascript:alert(1)")
+    assert Job().given(job_url="https://ci.example.com/jobs/9").job_url == "https://ci.example.com/jobs/9"

@@ -81,6 +81,13 @@ _ACCEPT = {
 OPTION_FIELDS = tuple(sorted(OptionsIn.model_fields))  # as POST /v1/triage takes them
 JOB_FIELDS = ("job_url", "commit", "pipeline", "job_id", "started_at")  # the CI job (app.ingest.job)
 MAX_SCRIPTS = 10_000
+_JOB_DOC: dict[str, Any] = {  # the CI job the results came from (app.ingest.job); none is required
+    "job_url": {"type": "string", "description": "the job's http(s) URL"},
+    "commit": {"type": "string"},
+    "pipeline": {"type": "string", "description": "with job_id: the job's identity"},
+    "job_id": {"type": "string"},
+    "started_at": {"type": "string", "format": "date-time"},
+}
 _BODY_DOC = {
     "requestBody": {
         "required": True,
@@ -109,6 +116,7 @@ _BODY_DOC = {
                         "k": {"type": "integer"},
                         "trace": {"type": "string"},
                         "ranker": {"type": "string"},
+                        **_JOB_DOC,
                     },
                 }
             },
@@ -129,6 +137,7 @@ _BODY_DOC = {
                         },
                         "root": {"type": "string"},
                         "format": {"type": "string"},
+                        **_JOB_DOC,
                     },
                 }
             },
@@ -167,6 +176,8 @@ async def ingest(
                 raise _Bad(415, f"unsupported content type {media!r}: send JSON or multipart")
         except _Bad as exc:
             raise HTTPException(exc.status, str(exc)) from None
+        except IngestError as exc:  # an archive that cannot be unpacked safely
+            raise HTTPException(422, str(exc)) from None
         report, run_id = await ingest_fields(runtime, fields, work)
     if out_format == "json":
         body = report.to_dict()
