@@ -9,8 +9,9 @@ be found, or whose triage is refused, is reported by name, never dropped.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +22,7 @@ from app.history.signatures import log_signature, normalise_error
 from app.ingest.base import Results, TestRun
 from app.ingest.resolve import Checkout, find_scripts
 from app.localize.result import TriageResult
-from app.options import TriageOptions
+from app.options import TriageOptions, before_of
 from app.triage import history_skipped, triage
 
 if TYPE_CHECKING:
@@ -99,14 +100,27 @@ class CiReport:
     groups: tuple[Group, ...]
     warnings: tuple[str, ...] = ()
     results: Results | None = field(default=None, compare=False)
+    # failed test id -> its known issue (``app.launch.Known``), where the job was recorded
+    known: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    launch_id: int | None = None
 
     @property
     def untriaged(self) -> tuple[TriagedRun, ...]:
         return tuple(t for t in self.triaged if t.result is None)
 
+    def known_issue(self, item: TriagedRun) -> Any:
+        """The failure's known issue (its label), or None for a new failure."""
+        return self.known.get(item.run.test_id)
+
+    @property
+    def new_failures(self) -> tuple[TriagedRun, ...]:
+        """The failures that are not known issues (``--fail-on new`` fails on these)."""
+        return tuple(t for t in self.triaged if self.known_issue(t) is None)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "format": self.format,
+            "launch_id": self.launch_id,
             "summary": {
                 "tests": self.total,
                 "passed": self.passed,
@@ -115,6 +129,8 @@ class CiReport:
                 "triaged": len(self.triaged) - len(self.untriaged),
                 "not_triaged": [t.run.test_id for t in self.untriaged],
                 "groups": len(self.groups),
+                "known_issues": len(self.triaged) - len(self.new_failures),
+                "new_failures": len(self.new_failures),
             },
             "groups": [
                 {
@@ -125,7 +141,10 @@ class CiReport:
                 }
                 for g in self.groups
             ],
-            "tests": [t.to_dict() for t in self.triaged],
+            "tests": [
+                {**t.to_dict(), "known_issue": None if k is None else k.to_dict()}
+                for t, k in ((t, self.known_issue(t)) for t in self.triaged)
+            ],
             "warnings": list(self.warnings),
         }
 
@@ -146,8 +165,8 @@ def group(triaged: Sequence[TriagedRun]) -> tuple[Group, ...]:
 # when the triage is refused (options, cost limits). Built by ``local_triager`` (the CLI, the
 # pytest plugin) or by the service around its runner (``POST /v1/ingest``).
 Triager = Callable[[TestRun, Sequence[Script]], Awaitable[TriageResult]]
-# (test key, newest runs to read) -> the test's recorded runs, oldest first
-HistoryReader = Callable[[str, int], Sequence[Any]]
+# (test key, newest runs to read, only those before this time) -> the test's recorded runs, oldest first
+HistoryReader = Callable[[str, int, datetime | None], Sequence[Any]]
 
 
 def history_key(run: TestRun) -> str:
@@ -174,7 +193,8 @@ def local_triager(
             test = history_key(run)
             note = history_skipped(options, model_configured=client is not None)
             if note is None:
-                runs = tuple(await asyncio.to_thread(history, test, options.history_window))
+                window, before = options.history_window, before_of(options)
+                runs = tuple(await asyncio.to_thread(history, test, window, before))
         return await triage(
             scripts,
             run.log,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from app.analysis.model import resolve_variant
@@ -108,6 +109,12 @@ class TriageOptions:
         "fuse the failing test's recorded CI runs into the ranking (built-in rankers; default auto)",
         choices=HISTORY_MODES,
     )
+    # a failure is ranked with its past only: the runs that started before it (its CI job's start)
+    history_before: str | None = option(
+        None,
+        "read only the test's runs recorded before this time, ISO 8601 (default: every run)",
+        metavar="TIME",
+    )
 
     def validated(self) -> TriageOptions:
         """A copy with the trace name made canonical; ``ValueError`` naming the bad option otherwise.
@@ -148,6 +155,7 @@ class TriageOptions:
             raise ValueError("disabled_channels must be a set of channel names, not a single string")
         return replace(
             self,
+            history_before=before_time(self.history_before),
             trace=resolve_variant(self.trace),
             log_functions=tuple(self.log_functions),
             disabled_channels=frozenset(self.disabled_channels),
@@ -170,6 +178,26 @@ class TriageOptions:
         if "disabled_channels" in values:
             values["disabled_channels"] = frozenset(values["disabled_channels"] or ())
         return cls(**values)
+
+
+def before_time(value: Any) -> str | None:
+    """``history_before`` in one form (ISO 8601 in UTC); ``ValueError`` for a value that is no time."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        when = value
+    else:
+        try:
+            when = datetime.fromisoformat(str(value).strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise ValueError(f"history_before must be an ISO 8601 time, got {value!r}") from None
+    when = when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+    return when.astimezone(UTC).isoformat()
+
+
+def before_of(options: TriageOptions) -> datetime | None:
+    """The time ``history_before`` names, or None (every recorded run)."""
+    return None if options.history_before is None else datetime.fromisoformat(options.history_before)
 
 
 OPTION_NAMES: frozenset[str] = frozenset(f.name for f in fields(TriageOptions))

@@ -29,10 +29,31 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--tcfl-ranker",
         default="auto",
-        choices=("auto", "llm", "heuristic"),
+        choices=("auto", "llm", "heuristic", "history"),
         help="default: auto (model if set)",
     )
     group.addoption("--tcfl-root", metavar="DIR", help="where the scripts are (default: the rootdir)")
+    group.addoption(
+        "--tcfl-db",
+        metavar="URL",
+        help="record the session as a CI job (every test's run, passes too) in this database, and "
+        "rank each failure with its test's runs recorded before",
+    )
+    group.addoption(
+        "--tcfl-job-url", metavar="URL", help="the CI job's URL (default: from the CI's environment)"
+    )
+    group.addoption(
+        "--tcfl-commit", metavar="SHA", help="the commit tested (default: from the CI's environment)"
+    )
+    group.addoption("--tcfl-pipeline", metavar="NAME", help="the pipeline the job belongs to")
+    group.addoption("--tcfl-job-id", metavar="ID", help="the job's id in its pipeline")
+    group.addoption("--tcfl-started-at", metavar="TIME", help="when the job started, ISO 8601")
+    group.addoption(
+        "--tcfl-no-ci-env",
+        action="store_true",
+        default=False,
+        help="do not read the CI's environment variables",
+    )
 
 
 def enabled(config: pytest.Config) -> bool:
@@ -50,6 +71,7 @@ class TriageAtEnd:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.tests: dict[str, dict[str, Any]] = {}
+        self.recorded: Any = None  # app.launch.Recorded, when the session was recorded (--tcfl-db)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         test = self.tests.setdefault(
@@ -74,13 +96,18 @@ class TriageAtEnd:
     @pytest.hookimpl(trylast=True)
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
         failed = {k: v for k, v in self.tests.items() if v["verdict"] in ("fail", "error")}
-        if not failed:
+        if not failed and not config.getoption("tcfl_db"):
             return
         terminalreporter.write_sep("=", f"tcfl triage of {len(failed)} failed test(s)")
         try:
             report = self._triage()
             for line in summary_lines(report):
                 terminalreporter.write_line(line)
+            if self.recorded is not None:
+                terminalreporter.write_line(
+                    f"tcfl: recorded {self.recorded.new_runs} new run(s) of {len(self.recorded.runs)}; "
+                    f"launch {self.recorded.launch_id}"
+                )
             out = config.getoption("tcfl_out")
             if out:
                 written = write_outputs(report, Path(out))
@@ -88,7 +115,30 @@ class TriageAtEnd:
         except Exception as exc:  # the session's outcome is the tests', never ours
             terminalreporter.write_line(f"tcfl: triage failed: {type(exc).__name__}: {exc}")
 
+    def _job(self, runs: list[Any]) -> Any:
+        """The CI job this session is: the flags, else the CI's environment, else the session's
+        own results (their digest names it)."""
+        import json
+        import os
+
+        from app.ingest.job import Job, digest, from_env
+
+        opt = self.config.getoption
+        base = Job() if opt("tcfl_no_ci_env") else from_env(os.environ)
+        body = json.dumps([[r.test_id, r.verdict, r.log] for r in runs]).encode("utf-8")
+        return base.given(
+            job_url=opt("tcfl_job_url"),
+            commit=opt("tcfl_commit"),
+            pipeline=opt("tcfl_pipeline"),
+            job_id=opt("tcfl_job_id"),
+            started_at=opt("tcfl_started_at"),
+            digest=digest(body),
+            source="pytest session",
+        )
+
     def _triage(self) -> Any:
+        from dataclasses import replace
+
         from app.ci import local_triager, triage_results
         from app.ingest.base import Results, TestRun, split_params
         from app.ingest.resolve import Checkout
@@ -117,24 +167,52 @@ class TriageAtEnd:
         root = Path(self.config.getoption("tcfl_root") or self.config.rootpath)
         checkout = Checkout.scan(root)
         results = Results("pytest", tuple(runs))
+        job = self._job(runs)
+        db = self.config.getoption("tcfl_db")
+        store = reader = None
+        if db:
+            from app.store.history import HistoryStore
+            from app.store.jobs import job_started
+            from app.store.store import Store
+
+            store = Store.open(db)
+            started = job_started(store, job)
+            options = replace(options, history_before=started.isoformat())  # ranked with its past only
+            history = HistoryStore(store)
+            reader = lambda test, window, before: history.history_runs(test, limit=window, before=before)  # noqa: E731
 
         async def work() -> Any:
-            client = None if ranker == "heuristic" else ModelClient.from_settings(settings)
+            client = None if ranker in ("heuristic", "history") else ModelClient.from_settings(settings)
             try:
-                triager = local_triager(options, client, limits=settings.cost_limits())
+                triager = local_triager(options, client, history=reader, limits=settings.cost_limits())
                 return await triage_results(results, checkout, triager)
             finally:
                 if client is not None:
                     await client.aclose()
 
-        with concurrent.futures.ThreadPoolExecutor(1) as pool:  # a test loop may still be running here
-            return pool.submit(asyncio.run, work()).result()
+        try:
+            with concurrent.futures.ThreadPoolExecutor(1) as pool:  # a test loop may still be running here
+                report = pool.submit(asyncio.run, work()).result()
+            if store is not None:
+                from app.store.jobs import record_job
+
+                report, recorded = record_job(store, report, job, started, checkout, options)
+                self.recorded = recorded
+            return report
+        finally:
+            if store is not None:
+                store.close()
 
 
 def summary_lines(report: Any) -> list[str]:
+    from app.emit import status
+
     lines = []
     for item in report.triaged:
-        lines.append(f"{item.run.test_id}: {item.error or '(no error message)'}")
+        said = status(report, item)
+        lines.append(
+            f"{item.run.test_id}: {item.error or '(no error message)'}" + (f" [{said}]" if said else "")
+        )
         if item.result is None:
             lines.append(f"    not triaged: {item.problem}")
             continue

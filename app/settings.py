@@ -244,6 +244,11 @@ class Settings:
     cfg_path_budget: int = Field(
         100_000, description="Algorithm 3 path-search steps per function before fallback"
     )
+    # labels of known issues (dashboard and POST /v1/labels)
+    defect_types: str = Field(
+        "product bug,automation bug,system issue,no defect",
+        description="Comma-separated defect types a failure or a signature group can be labelled with",
+    )
 
     def cost_limits(self) -> CostLimits:
         return CostLimits(
@@ -257,6 +262,9 @@ class Settings:
 
     def extra_log_functions(self) -> list[str]:
         return [p.strip() for p in self.log_functions.split(",") if p.strip()]
+
+    def defect_type_list(self) -> list[str]:
+        return list(dict.fromkeys(t.strip() for t in self.defect_types.split(",") if t.strip()))
 
     def service_keys(self) -> list[str]:
         return [k.strip() for k in (self.service_api_keys or "").split(",") if k.strip()]

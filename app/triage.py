@@ -26,7 +26,7 @@ from app.analysis.pipeline import analyze
 from app.analysis.render import render
 from app.localize.heuristic import has_evidence
 from app.localize.prompts import build_messages, failure_text
-from app.localize.result import RankedItem, TriageResult
+from app.localize.result import RankedItem, TriageResult, relevance
 from app.options import TriageOptions
 from app.rankers import choose, make_ranker, ranker_names
 from app.rankers.base import Pick, Prompt, RankAnswer, RankRequest
@@ -112,7 +112,7 @@ def prepare(
         prompt_rendered, failure_text(analysis, opts), opts.k, output_format=opts.output_format
     )
     return RankRequest(
-        analysis, rendered, Prompt(prompt_rendered, tuple(messages)), opts, scripts=tuple(scripts)
+        analysis, rendered, Prompt(prompt_rendered, tuple(messages)), opts, scripts=tuple(scripts), log=log
     )
 
 
@@ -194,6 +194,10 @@ async def rank(
     if len(items) < opts.k and (answer.name != HeuristicRanker.name or not answer.picks):
         items = _fill_in(items, request, answer.name)
 
+    items = [
+        replace(item, relevance=value)
+        for item, value in zip(items, relevance([i.score for i in items], answer.name), strict=True)
+    ]
     built_in = answer.name in (HeuristicRanker.name, HandsetRanker.name)
     evidence_found = not built_in or any(has_evidence(item.evidence) for item in items)
     ranker_model = answer.ranker_model
@@ -245,9 +249,14 @@ def _history(request: RankRequest, answer: RankAnswer, note: str | None) -> tupl
     if not request.history:
         note = note or f"no CI history with traces recorded for test {test!r}: ranked without it"
         return {"test": test, "runs_read": 0, "runs_used": 0, "note": note}, note
+    from app.history.newlines import new_lines
+    from app.history.records import scope_paths
     from app.history.surface import failure_signature, history_section
 
-    files = {s.path: s.content for s in request.scripts}
+    # the failure's script version: its test's own file and the files it reaches, not every script given
+    scope = scope_paths(request.analysis.program, test, (f.path for f in request.analysis.error_frames))
+    files = {s.path: s.content for s in request.scripts if scope is None or s.path in scope}
+    passes = [h.log for h in request.history if h.same_test and h.verdict == "pass" and h.log]
     section = history_section(
         test,
         request.history,
@@ -256,6 +265,7 @@ def _history(request: RankRequest, answer: RankAnswer, note: str | None) -> tupl
         failure_signature(request.analysis),
         window=opts.history_window,
         k=opts.history_k,
+        new_lines=new_lines(request.log, passes),
     )
     return section, None
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tcfl_lab.launches import JobFiles, load_jobs, run_jobs
 from tests.support.shared import built_once
 
 SUITE = Path(__file__).parent / "data" / "ci" / "suite"
@@ -156,6 +157,13 @@ def _suite_run(tmp_path_factory: pytest.TempPathFactory, tool: str, run: Callabl
     """The copy of the suite ``run`` ran in, once per test run (its outputs lie beside it)."""
     folder = built_once(tmp_path_factory, f"ci-{tool}", lambda d: run(copy_suite(d / tool)))
     return folder / tool
+
+
+@pytest.fixture(scope="session")
+def launch_jobs(tmp_path_factory: pytest.TempPathFactory) -> list[JobFiles]:
+    """The launch scenario's nine CI jobs (``tcfl_lab.launches``), run once per test run."""
+    folder = built_once(tmp_path_factory, "launch-jobs", lambda d: run_jobs(d / "repo", d / "jobs"))
+    return load_jobs(folder / "repo", folder / "jobs")
 
 
 @pytest.fixture(scope="session")

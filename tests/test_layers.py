@@ -21,6 +21,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("rankers",),
     ("triage",),
     ("ci",),
+    ("launch",),  # a CI job recorded as a launch: the stores are handed in by the shells
     ("store",),  # storage: I/O of the records the layers below compute
     ("emit",),
     ("service", "pytest_plugin"),

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 import app.ci
-import app.emit  # noqa: F401
+import app.emit
+import app.store.jobs  # noqa: F401  (the mapped tables, declared once: --tcfl-db records a session)
 from tests.ci_tools import SUITE
 
 # The plugin imports tcfl's analysis lazily, inside the session. pytester's in-process runs drop
@@ -150,3 +151,38 @@ def test_loading_the_plugin_imports_nothing_else_of_tcfl() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert done.stdout.strip() == "['app', 'app.pytest_plugin']"
+
+
+def test_a_session_is_recorded_as_a_ci_job(suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--tcfl-db``: every test's run (passes too) goes to the CI history under the session's job,
+    the CI's variables name it, and a later session ranks its failures with the earlier runs."""
+    from app.store.history import HistoryStore
+    from app.store.launches import LaunchStore
+    from app.store.store import Store
+
+    for name in ("GITHUB_ACTIONS", "GITLAB_CI", "JENKINS_URL"):
+        monkeypatch.delenv(name, raising=False)
+    db = f"sqlite:///{suite.path / 'ci.db'}"
+    first = suite.runpytest("--tcfl", "--tcfl-ranker", "heuristic", "--tcfl-db", db, "--tcfl-commit", "c1")
+    first.assert_outcomes(failed=2, passed=1)
+    first.stdout.fnmatch_lines(["tcfl: recorded 3 new run(s) of 3; launch 1"])
+    monkeypatch.setenv("GITLAB_CI", "true")
+    monkeypatch.setenv("CI_JOB_ID", "4242")
+    monkeypatch.setenv("CI_PROJECT_PATH", "net/rates")
+    monkeypatch.setenv("CI_COMMIT_SHA", "c2")
+    second = suite.runpytest("--tcfl", "--tcfl-ranker", "heuristic", "--tcfl-db", db, "--tcfl-out", "out")
+    second.stdout.fnmatch_lines(["*new failure*", "tcfl: recorded 3 new run(s) of 3; launch 2"])
+    body = json.loads((suite.path / "out" / "tcfl.json").read_text())
+    assert {t["result"]["history"]["runs_read"] for t in body["tests"]} == {1}  # the first session's run
+    store = Store.open(db)
+    try:
+        launch = LaunchStore(store).get(2)
+        assert launch is not None and (launch["pipeline"], launch["job_id"], launch["commit"]) == (
+            "net/rates",
+            "4242",
+            "c2",
+        )
+        page = HistoryStore(store).history("test_two.py::test_passes")
+        assert page is not None and [r["ci"]["commit"] for r in page["runs"]] == ["c2", "c1"]
+    finally:
+        store.close()

@@ -34,7 +34,18 @@ RESULT_KEYS = {
     "options",
     "ranker_model",  # which weights the built-in ranker scored with (added with learned models)
 }
-ITEM_KEYS = {"rank", "id", "path", "start_line", "end_line", "code", "score", "reason", "evidence"}
+ITEM_KEYS = {
+    "rank",
+    "id",
+    "path",
+    "start_line",
+    "end_line",
+    "code",
+    "score",
+    "relevance",
+    "reason",
+    "evidence",
+}
 
 
 def run_golden(options: TriageOptions, url: str | None = None, **client_args: object) -> TriageResult:
@@ -65,6 +76,8 @@ def test_heuristic_result_has_the_design_contract_shape() -> None:
     assert body["trace"]["total_lines"] == 21 and 0 < body["trace"]["pruning_rate"] < 1
     assert [item["rank"] for item in body["ranking"]] == [1, 2, 3]
     assert all(set(item) == ITEM_KEYS for item in body["ranking"])
+    relevance = [item["relevance"] for item in body["ranking"]]
+    assert relevance[0] == 100 and relevance == sorted(relevance, reverse=True) and relevance[-1] >= 0
     assert body["ranking"][0]["id"] == "BLOCK 6"
     assert body["ranking"][0]["start_line"] == 16 and body["ranking"][0]["path"] == "test_example.py"
     assert body["timings"]["static_ms"] > 0 and body["timings"]["model_ms"] == 0

@@ -46,6 +46,16 @@ def function_of_test(program: Program, test: str) -> Function | None:
     return found[0] if len(found) == 1 else None
 
 
+def _callees(program: Program) -> dict[int, list[Function]]:
+    """Statement id -> the functions it may call (``call_sites`` read the other way round)."""
+    by_fid = {f.fid: f for f in program.functions}
+    callees: dict[int, list[Function]] = {}
+    for fid, sites in call_sites(program).items():
+        for s in sites:
+            callees.setdefault(s, []).append(by_fid[fid])
+    return callees
+
+
 def on_every_path(program: Program, fn: Function) -> frozenset[int]:
     """Statements of ``fn`` that every walk from its entry to its normal exit passes (exception
     edges to handlers included as walks); empty when the flow graph has no such walk."""
@@ -82,11 +92,7 @@ def must_run(program: Program, test: str) -> frozenset[int]:
     fn = function_of_test(program, test)
     if fn is None:
         return frozenset()
-    by_fid = {f.fid: f for f in program.functions}
-    callees: dict[int, list[Function]] = {}
-    for fid, sites in call_sites(program).items():
-        for s in sites:
-            callees.setdefault(s, []).append(by_fid[fid])
+    callees = _callees(program)
     lines = {f.path: f.lines for f in program.files}
     cls = fn.qualname.rpartition(".")[0]
     hooks = [
@@ -158,3 +164,39 @@ def passing_states(program: Program, test: str) -> dict[Loc, State]:
         for f in program.files
         for n in sorted(f.code_lines)
     }
+
+
+def reached_files(program: Program, test: str) -> frozenset[str] | None:
+    """The files a run of ``test`` can reach from its scripts alone: the test's own file and those
+    of every function its code may call, transitively (calls resolved as ``call_sites`` resolves
+    them), of its class's setUp/tearDown family and of the fixtures its header names. None when
+    no function of the scripts is the test. A script the test never calls (a conftest.py passed
+    along, an unrelated helper) is not reached, so it is no part of the test's script version."""
+    fn = function_of_test(program, test)
+    if fn is None:
+        return None
+    callees = _callees(program)
+    by_fid = {f.fid: f for f in program.functions}
+    lines = {f.path: f.lines for f in program.files}
+    header = " ".join(lines[fn.path][n - 1] for n in fn.header_lines if 0 < n <= len(lines[fn.path]))
+    named = set(re.findall(r"\w+", header))
+    cls = fn.qualname.rpartition(".")[0]
+    todo = [
+        fn,
+        *(
+            f
+            for f in program.functions
+            if f.kind == "function"
+            and f.is_hook
+            and (f.name in named or (cls and f.path == fn.path and f.qualname.rpartition(".")[0] == cls))
+        ),
+    ]
+    seen: set[str] = set()
+    while todo:
+        f = todo.pop()
+        if f.fid in seen:
+            continue
+        seen.add(f.fid)
+        todo.extend(c for sid in f.statements for c in callees.get(sid, ()))
+        todo.extend(g for g in program.functions if g.parent == f.fid)
+    return frozenset({fn.path, *(by_fid[fid].path for fid in seen)})

@@ -1,7 +1,10 @@
 """``tcfl ci``: triage every failed test a CI job reported, grouped by failure signature.
 
-Exit status: 0 when every failed test was triaged (or none failed), 1 when some could not be
-(each is named on stderr), 2 on usage errors (bad arguments, unreadable results files).
+The job is recorded (``--no-store``: not) as a launch: every test's run in the CI history, each
+triage, and which failures are known issues. Exit status (``--fail-on untriaged``, the default):
+0 when every failed test was triaged (or none failed), 1 when some could not be (each is named
+on stderr); ``--fail-on new``: 1 when a failure is not a known issue; 2 on usage errors (bad
+arguments, unreadable results files).
 """
 
 from __future__ import annotations
@@ -10,20 +13,23 @@ import argparse
 import asyncio
 import sys
 import tempfile
+from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from app.ci import CiReport, Triager, local_triager, triage_results
 from app.cli import UsageError
-from app.cli.flags import add_option_flags, options_given
+from app.cli.flags import add_job_flags, add_option_flags, job_given, options_given
 from app.cli.io import load_settings
 from app.emit import FORMATS
 from app.ingest import FORMATS as RESULT_FORMATS
 from app.ingest import IngestError, Results, merge, read_folder, read_results
 from app.ingest.archive import extract, is_archive
+from app.ingest.job import Job, digest
 from app.ingest.resolve import Checkout
 from app.localize.llm import ModelClient
-from app.options import resolve_options
+from app.options import TriageOptions, resolve_options
 from app.triage import check_options, history_skipped
 
 if TYPE_CHECKING:
@@ -31,6 +37,8 @@ if TYPE_CHECKING:
 
 
 OPTIONS = ("level", "k", "trace", "ranker", "ranker_model", "log_functions", "log_format", "history")
+# the job's start bounds the history read (``history_before``): not a flag of its own here
+FAIL_ON = ("untriaged", "new", "any", "never")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -56,11 +64,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="record every test's run (passes too) in this database's CI history "
         "(default TCFL_DATABASE_URL, else the per-user database)",
     )
-    p.add_argument(
-        "--job-url", metavar="URL", help="the CI job's URL: a run is recorded once per job and test"
-    )
-    p.add_argument("--commit", metavar="SHA", help="the commit the job tested, kept with each run")
+    add_job_flags(p)
     p.add_argument("--no-store", action="store_true", help="record nothing in the CI history")
+    p.add_argument(
+        "--fail-on",
+        choices=FAIL_ON,
+        default="untriaged",
+        help="exit 1 when: a failed test could not be triaged (default); a failure is not a known "
+        "issue (new); any test failed (any); never",
+    )
     p.set_defaults(func=run)
 
 
@@ -73,37 +85,38 @@ def run(args: argparse.Namespace) -> int:
             if options.ranker == "heuristic"
             else ModelClient.from_settings(settings, model_url=args.model_url)
         )
+        job = job_given(args)
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
     if options.ranker == "llm" and client is None:
         raise UsageError("--ranker llm needs a model server: pass --model-url or set TCFL_MODEL_URL")
+    url = args.db or settings.database_url
     with tempfile.TemporaryDirectory(prefix="tcfl-ci-") as work:
         root = _root(args.root, Path(work) / "root")
-        results = _read_all(args.results, args.results_format, Path(work) / "results")
+        results, files = _read_all(args.results, args.results_format, Path(work) / "results")
+        job = job.given(digest=digest(*files), source=", ".join(Path(n).name for n in args.results)[:255])
         checkout = Checkout.scan(root)
-        url = args.db or settings.database_url
-        # the recorded runs are read where they may be fused: with the history ranker, or whenever
-        # this job is recorded (the database is opened then anyway)
-        store = (
-            _history_store(url)
-            if history_skipped(options, model_configured=client is not None) is None
-            and (not args.no_store or options.ranker == "history")
-            else None
-        )
-        reader = None
-        if store is not None:
-            from app.store.history import HistoryStore
-
-            history = HistoryStore(store)
-            reader = lambda test, window: history.history_runs(test, limit=window)  # noqa: E731
+        # the database is opened to record this job, or to read the history the ranker asks for
+        store = _open_store(url) if not args.no_store or options.ranker == "history" else None
         try:
+            from app.store.jobs import job_started
+
+            started = job_started(store, job)
+            # only runs recorded before this job: a failure is ranked with its past
+            options = replace(options, history_before=options.history_before or started.isoformat())
+            reader = None
+            if store is not None and history_skipped(options, model_configured=client is not None) is None:
+                from app.store.history import HistoryStore
+
+                history = HistoryStore(store)
+                reader = lambda test, window, before: history.history_runs(test, limit=window, before=before)  # noqa: E731
             triager = local_triager(options, client, history=reader, limits=settings.cost_limits())
             report = asyncio.run(_triage(results, checkout, triager, client, settings.max_files_per_case))
+            if store is not None and not args.no_store:
+                report = _record(store, report, job, started, checkout, options)
         finally:
             if store is not None:
                 store.close()
-        if not args.no_store:
-            _record(report, checkout, args, args.db or settings.database_url)
     from app.emit import emit
 
     text = emit(report, args.format)
@@ -116,6 +129,17 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
     for item in report.untriaged:
         print(f"tcfl ci: not triaged: {item.run.test_id}: {item.problem}", file=sys.stderr)
+    return exit_status(report, args.fail_on)
+
+
+def exit_status(report: CiReport, fail_on: str) -> int:
+    """1 when the job should fail by ``--fail-on``: an untriaged test, a new failure, any failure."""
+    if fail_on == "new":
+        return 1 if report.new_failures else 0
+    if fail_on == "any":
+        return 1 if report.triaged else 0
+    if fail_on == "never":
+        return 0
     return 1 if report.untriaged else 0
 
 
@@ -129,9 +153,9 @@ async def _triage(
             await client.aclose()
 
 
-def _history_store(url: str) -> Store | None:
-    """The CI history's store, or None (with a warning) when it cannot be opened: a job is
-    triaged without history rather than not at all."""
+def _open_store(url: str) -> Store | None:
+    """The database, or None (with a warning) when it cannot be opened: a job is triaged without
+    history, and not recorded, rather than not triaged at all."""
     from app.store.store import Store, safe_url
 
     try:
@@ -144,37 +168,27 @@ def _history_store(url: str) -> Store | None:
         return None
 
 
-def _record(report: CiReport, checkout: Checkout, args: argparse.Namespace, url: str) -> None:
-    """Every test's run into the CI history, with its scripts from the checkout (passes too), so
-    history grows with each CI job; a database problem is a warning, never a lost report."""
-    from dataclasses import replace
+def _record(
+    store: Store, report: CiReport, job: Job, started: datetime, checkout: Checkout, options: TriageOptions
+) -> CiReport:
+    """The job into the store (``app.store.jobs.record_job``); a database problem is a warning,
+    never a lost report."""
+    from app.store.jobs import record_job
+    from app.store.store import safe_url
 
-    from app.store.history import HistoryStore, records_from_ci
-    from app.store.store import Store, safe_url
-
-    records = [
-        replace(record, job_url=args.job_url or record.job_url, commit=args.commit)
-        for record in records_from_ci(
-            report, ", ".join(args.results), checkout=checkout, resolve_failures=True
-        )
-    ]
+    url = safe_url(str(store.engine.url))
     try:
-        store = Store.open(url)
-        try:
-            created = HistoryStore(store).add_runs(records)
-        finally:
-            store.close()
+        report, recorded = record_job(store, report, job, started, checkout, options)
     except Exception as exc:
-        print(
-            f"tcfl ci: warning: runs not recorded in {safe_url(url)}: {type(exc).__name__}: {exc}",
-            file=sys.stderr,
-        )
-        return
-    new = sum(not c["duplicate"] for c in created)
+        print(f"tcfl ci: warning: runs not recorded in {url}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return report
+    launch = "" if recorded.new else " (this job was recorded before)"
     print(
-        f"tcfl ci: recorded {new} new run(s) of {len(created)} in the CI history ({safe_url(url)})",
+        f"tcfl ci: recorded {recorded.new_runs} new run(s) of {len(recorded.runs)} "
+        f"in the CI history ({url}); launch {recorded.launch_id}{launch}",
         file=sys.stderr,
     )
+    return report
 
 
 def _root(name: str | None, work: Path) -> Path:
@@ -192,20 +206,26 @@ def _root(name: str | None, work: Path) -> Path:
     return path
 
 
-def _read_all(names: list[str], fmt: str, work: Path) -> Results:
-    """Every results file named, archives unpacked into the work folder first."""
+def _read_all(names: list[str], fmt: str, work: Path) -> tuple[Results, list[bytes]]:
+    """Every results file named, archives unpacked into the work folder first; and the bytes of
+    each (an avocado job folder's ``results.json``), whose digest names the job when CI does not."""
     parts: list[Results] = []
+    files: list[bytes] = []
     for n, name in enumerate(names):
         path = Path(name)
         try:
             if path.is_file() and is_archive(path.name):
                 folder = work / str(n)
-                extract(path.read_bytes(), folder, name=name)
+                data = path.read_bytes()
+                files.append(data)
+                extract(data, folder, name=name)
                 parts.extend(read_folder(folder, fmt, name))
             else:
                 parts.append(read_results(path, fmt))
+                inside = path / "results.json" if path.is_dir() else path
+                files.append(inside.read_bytes() if inside.is_file() else name.encode("utf-8"))
         except IngestError as exc:
             raise UsageError(str(exc)) from None
         except OSError as exc:
             raise UsageError(f"{name}: cannot read ({exc.strerror})") from None
-    return merge(parts)
+    return merge(parts), files

@@ -46,3 +46,38 @@ def flag_of(name: str) -> str:
 
 
 MODEL_ONLY: tuple[str, ...] = tuple(n for n, f in _FIELDS.items() if f.metadata.get("model_only"))
+
+
+JOB_FLAGS = ("job_url", "commit", "pipeline", "job_id", "started_at")
+
+
+def add_job_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags that name the CI job (``app.ingest.job``), as ``tcfl ci`` and ``tcfl ingest`` take
+    them; GitHub Actions', GitLab CI's and Jenkins' environment variables fill in what is not given."""
+    parser.add_argument(
+        "--job-url", metavar="URL", help="the CI job's URL (default: from the CI's environment)"
+    )
+    parser.add_argument(
+        "--commit", metavar="SHA", help="the commit the job tested (default: from the CI's environment)"
+    )
+    parser.add_argument(
+        "--pipeline", metavar="NAME", help="the pipeline (project, workflow) the job belongs to"
+    )
+    parser.add_argument("--job-id", metavar="ID", help="the job's id in its pipeline")
+    parser.add_argument(
+        "--started-at", metavar="TIME", help="when the job started, ISO 8601 (default: when it is recorded)"
+    )
+    parser.add_argument(
+        "--no-ci-env", action="store_true", help="do not read the CI's environment variables for the job"
+    )
+
+
+def job_given(args: argparse.Namespace) -> Any:
+    """The job the flags and (unless ``--no-ci-env``) the CI's environment name; ``ValueError`` for
+    a bad ``--started-at``."""
+    import os
+
+    from app.ingest.job import Job, from_env
+
+    base = Job() if getattr(args, "no_ci_env", False) else from_env(os.environ)
+    return base.given(**{name: getattr(args, name, None) for name in JOB_FLAGS})

@@ -14,6 +14,7 @@ if TYPE_CHECKING:  # the store loads when a command runs, never for --help
     from app.store.history import HistoryStore
 
 _MARK = {"pass": ".", "fail": "F", "error": "E", "skip": "s"}
+RECENT_RUNS = 10  # runs listed under the timeline, newest first
 
 
 def add_db_flag(p: argparse.ArgumentParser) -> None:
@@ -72,9 +73,21 @@ def render(page: dict[str, Any]) -> str:
         lines.append(f"last failure: {page['classification']}" + (" (flaky)" if page["flaky"] else ""))
     fbv = page.get("first_bad_version")
     if fbv:
+        from app.emit.text import where_ran
+
+        bad = where_ran(fbv.get("first_bad_commit"), fbv.get("first_bad_job"), fbv.get("first_bad"))
         if fbv["script_changed"]:
+            good = where_ran(fbv.get("last_good_commit"), fbv.get("last_good_job"), fbv.get("last_good"))
             between = f" (untested between: {', '.join(fbv['between'])})" if fbv["between"] else ""
-            lines.append(f"first bad version: {fbv['first_bad']} (last good {fbv['last_good']}){between}")
-        elif fbv["note"]:
-            lines.append(fbv["note"])
+            lines.append(f"first bad version: {bad} (last good: {good}){between}")
+        else:
+            lines.append(f"first failure since the last pass: {bad}")
+            if fbv["note"]:
+                lines.append(fbv["note"])
+    lines.append(f"newest runs (of {len(runs)}):")
+    for r in page["runs"][:RECENT_RUNS]:
+        ci = r.get("ci") or {}
+        commit = f"commit {ci['commit'][:12]}" if ci.get("commit") else ""
+        where = ", ".join(p for p in (commit, ci.get("job_url") or "") if p)
+        lines.append(f"  {(r['started_at'] or '')[:19].replace('T', ' ')}  {r['verdict']:<5}  {where or '-'}")
     return "\n".join(lines)

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from app.cli import UsageError
+from app.cli.flags import add_job_flags, job_given
 from app.cli.history import add_db_flag, history_store
 
 
@@ -17,13 +18,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "runs", type=Path, metavar="RUNS.jsonl", help="run records: test_id, verdict, ... per line"
     )
     add_db_flag(p)
+    add_job_flags(p)
     p.add_argument("--json", action="store_true", help="print each stored run's id, version and err_sig")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from app.history.records import parse_run
+    from app.history.records import parse_run, with_job
 
+    try:
+        job = job_given(args)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     try:
         text = args.runs.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -33,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
         if not line.strip():
             continue
         try:
-            records.append(parse_run(json.loads(line)))
+            records.append(with_job(parse_run(json.loads(line)), job))
         except json.JSONDecodeError as exc:
             raise UsageError(f"{args.runs}:{n}: not JSON ({exc.msg})") from None
         except ValueError as exc:

@@ -14,7 +14,7 @@ from app.cli.flags import MODEL_ONLY, add_option_flags, flag_of, options_given
 from app.cli.io import check_log_format, load_settings, read_log, read_scripts
 from app.emit.text import format_result, printable
 from app.localize.result import TriageResult
-from app.options import TriageOptions, resolve_options
+from app.options import TriageOptions, before_of, resolve_options
 from app.settings import Settings
 from app.triage import check_options, finish, history_skipped, triage
 
@@ -40,6 +40,7 @@ OPTIONS = (
     "history",
     "history_window",
     "history_k",
+    "history_before",
 )
 
 
@@ -217,7 +218,8 @@ def _history(
     try:
         store = Store.open(settings.database_url)
         try:
-            runs = tuple(HistoryStore(store).history_runs(key, limit=options.history_window))
+            history = HistoryStore(store)
+            runs = tuple(history.history_runs(key, limit=options.history_window, before=before_of(options)))
         finally:
             store.close()
     except Exception as exc:  # no history is a warning, never a failed triage

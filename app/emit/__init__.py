@@ -6,7 +6,7 @@ Each module has ``render(report) -> str``; emitters read the report and never tr
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the triage report's text (app.emit.text) is also the CLI's, which needs no CI code
     from app.ci import CiReport
@@ -27,6 +27,18 @@ def emit(report: CiReport, fmt: str) -> str:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     module = importlib.import_module(f"app.emit.{'json_' if fmt == 'json' else fmt}")
     return module.render(report)
+
+
+NEW_FAILURE = "new failure"
+
+
+def status(report: CiReport, item: Any) -> str | None:
+    """``known issue: <label> <link>`` for a failure that carries a label, ``new failure`` for one
+    that does not; None where the job was not recorded (no known issue could be looked up)."""
+    known = report.known_issue(item)
+    if known is not None:
+        return str(known.text())
+    return NEW_FAILURE if report.launch_id is not None else None
 
 
 def span(start: int, end: int) -> str:

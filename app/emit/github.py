@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from app.ci import CiReport
+from app.emit import status
 
 
 def escape_data(text: str) -> str:
@@ -16,7 +17,8 @@ def escape_property(text: str) -> str:
 def render(report: CiReport) -> str:
     lines = []
     for item in report.triaged:
-        title = escape_property(f"tcfl: {item.run.test_id} failed")
+        said = status(report, item)
+        title = escape_property(f"tcfl: {item.run.test_id} failed" + (f" ({said})" if said else ""))
         if item.result is None or not item.result.ranking:
             why = item.problem or "nothing left to rank"
             lines.append(f"::error title={title}::{escape_data(f'{item.error} (not triaged: {why})')}")

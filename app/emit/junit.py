@@ -12,25 +12,35 @@ from xml.etree.ElementTree import Element, SubElement, tostring
 from junitparser import Error, Failure, JUnitXml, Skipped, TestCase, TestSuite
 
 from app.ci import CiReport, TriagedRun
-from app.emit import span
+from app.emit import span, status
+from app.emit.text import history_lines, shown_items
 from app.ingest.junit import case_id, parse_tree
 
 
-def _note(item: TriagedRun) -> str:
+def _note(item: TriagedRun, said: str | None) -> str:
+    head = [f"tcfl: {said}"] if said else []
     if item.result is None:
-        return f"tcfl: not triaged: {item.problem}"
-    lines = [f"tcfl: top {item.result.k} {item.result.level}s by {item.result.ranker}:"]
-    for r in item.result.ranking:
-        lines.append(f"  {r.rank}. {r.id}  {r.path}:{span(r.start_line, r.end_line)}  ({r.reason})")
+        return "\n".join([*head, f"tcfl: not triaged: {item.problem}"])
+    shown, left_out = shown_items(item.result.ranking)
+    lines = [*head, f"tcfl: top {len(shown)} {item.result.level}s by {item.result.ranker}:"]
+    for r in shown:
+        score = "" if r.relevance is None else f"  score {r.relevance}/100"
+        lines.append(f"  {r.rank}. {r.id}  {r.path}:{span(r.start_line, r.end_line)}{score}  ({r.reason})")
+    if left_out:
+        lines.append(f"  ({left_out} more ranked with score 0/100 left out)")
+    if item.result.history is not None:
+        lines.extend(history_lines(item.result.history))
     return "\n".join(lines)
 
 
-def _annotate(case: Element, item: TriagedRun) -> None:
+def _annotate(case: Element, item: TriagedRun, said: str | None) -> None:
     props = case.find("properties")
     if props is None:
         props = Element("properties")
         case.insert(0, props)
     values = [("tcfl.signature", item.signature), ("tcfl.triaged", "true" if item.result else "false")]
+    if said:
+        values.append(("tcfl.status", said))
     if item.result is not None:
         values.append(("tcfl.ranker", item.result.ranker))
         for r in item.result.ranking:
@@ -42,7 +52,7 @@ def _annotate(case: Element, item: TriagedRun) -> None:
     out = case.find("system-out")
     if out is None:
         out = SubElement(case, "system-out")
-    out.text = ((out.text or "").rstrip("\n") + "\n\n" + _note(item)).lstrip("\n") + "\n"
+    out.text = ((out.text or "").rstrip("\n") + "\n\n" + _note(item, said)).lstrip("\n") + "\n"
 
 
 def render(report: CiReport) -> str:
@@ -53,7 +63,7 @@ def render(report: CiReport) -> str:
         for case in root.iter("testcase"):
             item = by_id.get(case_id(case.get("classname") or "", case.get("name") or ""))
             if item is not None:
-                _annotate(case, item)
+                _annotate(case, item, status(report, item))
         try:
             return '<?xml version="1.0" encoding="utf-8"?>\n' + tostring(root, encoding="unicode") + "\n"
         except RecursionError:  # suites nested thousands deep: ElementTree writes recursively
@@ -68,16 +78,19 @@ def _build(report: CiReport, by_id: dict[str, TriagedRun]) -> str:
         case = TestCase(run.test_id)
         if run.duration_s is not None:
             case.time = run.duration_s
-        if run.verdict == "fail":
-            case.result = [Failure(run.error or "failed")]
-        elif run.verdict == "error":
-            case.result = [Error(run.error or "error")]
+        if run.verdict in ("fail", "error"):
+            # the failure's text is its traceback and log, as pytest's own JUnit XML carries them
+            found = Failure(run.error or "failed") if run.verdict == "fail" else Error(run.error or "error")
+            found.text = run.log or run.error or None
+            case.result = [found]
+            if run.log:
+                case.system_out = run.log
         elif run.verdict == "skip":
             case.result = [Skipped()]
         suite.add_testcase(case)
         item = by_id.get(run.test_id)
         if item is not None:
-            _annotate(case._elem, item)
+            _annotate(case._elem, item, status(report, item))
     xml = JUnitXml("tcfl")
     xml.add_testsuite(suite)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + tostring(xml._elem, encoding="unicode") + "\n"

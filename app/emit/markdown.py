@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from app.ci import CiReport
-from app.emit import span
+from app.emit import span, status
+from app.emit.text import history_lines, shown_items
 
 MAX_CODE_LINES = 8
 MAX_ITEM_WARNINGS = 5  # per untriaged test: enough to say why, short enough for a job summary
@@ -31,10 +32,11 @@ def render(report: CiReport) -> str:
         "",
     ]
     if report.triaged:
-        out += ["| Test | Error | Top suspect |", "| --- | --- | --- |"]
+        out += ["| Test | Status | Error | Top suspect |", "| --- | --- | --- | --- |"]
         for t in report.triaged:
             top = t.top or f"not triaged: {t.problem}"
-            out.append(f"| {cell(t.run.test_id)} | {cell(t.error)} | {cell(top)} |")
+            said = status(report, t) or "-"
+            out.append(f"| {cell(t.run.test_id)} | {cell(said)} | {cell(t.error)} | {cell(top)} |")
         out.append("")
     for n, group in enumerate(report.groups, 1):
         out.append(f"### Group {n}: {cell(group.error) or '(no error message)'}")
@@ -45,6 +47,12 @@ def render(report: CiReport) -> str:
             item = report.triaged[i]
             out.append(f"#### {cell(item.run.test_id)}")
             out.append("")
+            said = status(report, item)
+            if said:
+                out += [f"**{cell(said)}**", ""]
+            if item.result is not None and item.result.history is not None:
+                out += [f"> {cell(line)}" for line in history_lines(item.result.history)[:2]]
+                out.append("")
             if item.result is None:
                 out.append(f"Not triaged: {cell(item.problem or '')}")
                 out.append("")
@@ -57,13 +65,16 @@ def render(report: CiReport) -> str:
             model = f" ({r.model})" if r.model else ""
             out.append(f"Ranked by {r.ranker}{model}, level {r.level}, trace {r.variant}.")
             out.append("")
-            out += ["| Rank | Element | Location | Why |", "| ---: | --- | --- | --- |"]
-            for ranked in r.ranking:
+            out += ["| Rank | Score | Element | Location | Why |", "| ---: | ---: | --- | --- | --- |"]
+            shown, left_out = shown_items(r.ranking)
+            for ranked in shown:
                 where = f"{ranked.path}:{span(ranked.start_line, ranked.end_line)}"
-                out.append(
-                    f"| {ranked.rank} | {cell(ranked.id)} | {code_span(where)} | {cell(ranked.reason)} |"
-                )
+                score = "-" if ranked.relevance is None else str(ranked.relevance)
+                why = cell(ranked.reason)
+                out.append(f"| {ranked.rank} | {score} | {cell(ranked.id)} | {code_span(where)} | {why} |")
             out.append("")
+            if left_out:
+                out += [f"{left_out} more ranked with score 0 left out.", ""]
             if r.ranking:
                 code = r.ranking[0].code.splitlines()[:MAX_CODE_LINES]
                 fence = "````" if any("```" in line for line in code) else "```"

@@ -11,6 +11,7 @@ from importlib import metadata
 from typing import Any
 
 from app.ci import CiReport
+from app.emit import status
 
 SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 RULE_ID = "tcfl/suspicious-test-code"
@@ -49,6 +50,7 @@ def document(report: CiReport) -> dict[str, Any]:
             continue
         ranking = item.result.ranking
         top = ranking[0]
+        said = status(report, item)
         related = []
         for n, ranked in enumerate(ranking[1:], 1):
             loc = _location(ranked.path, ranked.start_line, ranked.end_line)
@@ -62,7 +64,8 @@ def document(report: CiReport) -> dict[str, Any]:
                 "level": "error",
                 "message": {
                     "text": f"{item.run.test_id} failed: {item.error or '(no error message)'}. "
-                    f"Most suspicious {item.result.level}: {top.id} ({item.result.ranker}: {top.reason})."
+                    + (f"{said[0].upper()}{said[1:]}. " if said else "")
+                    + f"Most suspicious {item.result.level}: {top.id} ({item.result.ranker}: {top.reason})."
                 },
                 "locations": [_location(top.path, top.start_line, top.end_line)],
                 "relatedLocations": related,
@@ -72,6 +75,7 @@ def document(report: CiReport) -> dict[str, Any]:
                     "verdict": item.run.verdict,
                     "ranker": item.result.ranker,
                     "level": item.result.level,
+                    "status": said,
                 },
             }
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from app.emit import status
 from app.localize.result import RankedItem, TriageResult
 
 if TYPE_CHECKING:
@@ -38,7 +39,8 @@ def render(report: CiReport) -> str:
         out.append("=" * 78)
         for item in members:
             out.append("")
-            out.append(f"--- {item.run.test_id} [{item.run.verdict}]")
+            said = status(report, item)
+            out.append(f"--- {item.run.test_id} [{item.run.verdict}]" + (f" - {said}" if said else ""))
             if item.scripts:
                 out.append(f"scripts: {', '.join(item.scripts)}")
             if item.result is None:
@@ -67,10 +69,13 @@ def format_result(result: TriageResult, extra_warnings: Sequence[str] | None = N
         wanted = result.options.ranker if result.options is not None else "auto"
         who = "the model" if wanted in ("auto", "llm") else f"the {wanted} ranker"
         ranker += f" (fallback: {who} did not answer; see the warning)"
-    shown = len(result.ranking)
-    asked = "" if shown == result.k else f" (of {result.k} asked: the trace holds no more)"
+    listed, left_out = shown_items(result.ranking)
+    notes = [] if len(result.ranking) == result.k else [f"of {result.k} asked: the trace holds no more"]
+    if left_out:
+        notes.append(f"{left_out} more scored 0/100 not listed")
+    asked = f" ({'; '.join(notes)})" if notes else ""
     out.append(
-        f"Top {shown} {result.level}s{asked} by {ranker}; trace {result.variant}: "
+        f"Top {len(listed)} {result.level}s{asked} by {ranker}; trace {result.variant}: "
         f"{result.kept_lines}/{result.total_lines} lines kept ({result.pruning_rate:.0%} pruned)"
     )
     if not result.evidence_found:
@@ -78,17 +83,20 @@ def format_result(result: TriageResult, extra_warnings: Sequence[str] | None = N
     if result.history is not None:
         out.extend(history_lines(result.history))
     out.append("")
-    for item in result.ranking:
+    for item in listed:
         span = (
             f"{item.start_line}" if item.start_line == item.end_line else f"{item.start_line}-{item.end_line}"
         )
-        score = "" if item.score is None else f"  score {item.score:.2f}"
+        score = "" if item.relevance is None else f"  score {item.relevance}/100"
         out.append(f"{item.rank:>2}. {item.id}  {item.path}:{span}{score}")
-        out.append(f"    why: {item.reason}")
-        for ev in item.evidence[:EVIDENCE_LINES]:
+        evidence = item.evidence[:EVIDENCE_LINES]
+        why = why_text(item.reason, evidence)
+        if why:
+            out.append(f"    why: {printable(why)}")
+        for ev in evidence:
             origin = f"  <- log line {ev.source_line}" if ev.source_line else ""
             detail = printable(ev.detail)
-            out.append(f"      [{ev.channel}] {ev.path}:{ev.line} {detail} (+{ev.weight:.2f}){origin}")
+            out.append(f"      [{ev.channel}] {ev.path}:{ev.line} {detail} ({ev.weight:+.2f}){origin}")
         out.extend(_preview(item))
     if not result.ranking:
         out.append("(nothing to rank: no code is left in the trace)")
@@ -107,6 +115,19 @@ def format_result(result: TriageResult, extra_warnings: Sequence[str] | None = N
         for warning in dict.fromkeys([*extra_warnings, *result.warnings]):
             out.append(f"warning: {printable(warning)}")
     return "\n".join(out) + "\n"
+
+
+def shown_items(ranking: Sequence[RankedItem]) -> tuple[list[RankedItem], int]:
+    """The items worth reading and how many were left out: below the first item, one whose score
+    rounds to 0/100 is padding (nothing points at it), so a reader is not shown it."""
+    shown = [item for i, item in enumerate(ranking) if i == 0 or item.relevance is None or item.relevance > 0]
+    return shown, len(ranking) - len(shown)
+
+
+def why_text(reason: str, evidence: Sequence[Any]) -> str:
+    """The ranker's reason without the parts the evidence lines below it already say."""
+    said = {ev.detail for ev in evidence}
+    return "; ".join(part for part in reason.split("; ") if part and part not in said)
 
 
 def _preview(item: RankedItem) -> list[str]:
@@ -135,6 +156,16 @@ def _preview(item: RankedItem) -> list[str]:
 
 
 HUNKS_SHOWN = 3  # changed regions listed under the first bad version
+NEW_LINES_SHOWN = 10  # numbers of the log lines only the failure printed
+
+
+def where_ran(commit: str | None, job: str | None, version: str | None) -> str:
+    """A run's place as people name it: commit and job when CI said them, else the script version."""
+    parts = [f"commit {commit[:12]}" if commit else "", f"job {job}" if job else ""]
+    named = ", ".join(p for p in parts if p)
+    return (
+        f"{named} (script version {version})" if named and version else named or f"script version {version}"
+    )
 
 
 def history_lines(history: Mapping[str, Any]) -> list[str]:
@@ -147,10 +178,16 @@ def history_lines(history: Mapping[str, Any]) -> list[str]:
     out = [
         f"History of {test}: {verdict}; fused {history['runs_used']} of {history['runs_read']} recorded runs"
     ]
+    new = history.get("new_lines") or []
+    if new:
+        more = ", ..." if len(new) > NEW_LINES_SHOWN else ""
+        shown = ", ".join(str(n) for n in new[:NEW_LINES_SHOWN]) + more
+        out.append(f"New in this failure: {len(new)} log line(s) no passing run printed (lines {shown})")
     found = history.get("first_bad_version") or {}
-    if found.get("first_bad"):
-        good = f" (last good {found['last_good']})" if found.get("last_good") else ""
-        out.append(f"First bad version: {found['first_bad']}{good}")
+    if found.get("first_bad") or found.get("first_bad_commit"):
+        bad = where_ran(found.get("first_bad_commit"), found.get("first_bad_job"), found.get("first_bad"))
+        good = where_ran(found.get("last_good_commit"), found.get("last_good_job"), found.get("last_good"))
+        out.append(f"First bad version: {bad}" + (f" (last good: {good})" if found.get("last_good") else ""))
     if found.get("note"):
         out.append(f"  {printable(str(found['note']))}")
     hunks = found.get("hunks") or []

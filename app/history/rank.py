@@ -20,6 +20,8 @@ from app.analysis.render import RenderedCode
 from app.history.cp import CPRun, block_states, cp_scores
 from app.history.fusion import Calibration, Fused, fuse
 from app.history.graph import block_edges
+from app.history.newlines import MAX_PASS_LOGS, newline_scores, statement_messages
+from app.history.newlines import printed as masked_messages
 from app.history.selection import DEFAULT_K, RunFacts, run_weight, select_fdc, similar_runs
 from app.history.signatures import Run, is_flaky
 from app.history.spectrum import FAILING, RunTrace, map_states, scores, spectrum
@@ -32,8 +34,16 @@ CHANNEL_OF = {
     "cp": Channel.CP,
     "diff": Channel.DIFF,
     "values": Channel.HISTORY_VALUE,
+    "newlines": Channel.NEW_LINES,
 }
-FUSED_CHANNELS = ("static", "ochiai", "cp", "diff", "values")
+FUSED_CHANNELS = ("static", "ochiai", "cp", "diff", "values", "newlines")
+MEANING = {  # what a history channel's positive term says, in a reader's words
+    "ochiai": "ran in the failing runs more than in the passing ones",
+    "cp": "on the failing runs' paths more than on the passing runs'",
+    "diff": "changed since the last passing version",
+    "values": "printed a value the passing runs printed otherwise",
+    "newlines": "printed a line no passing run printed",
+}
 Values = Mapping[Loc, frozenset[tuple[str, ...]]]  # log statement -> value tuples it printed
 SELECTIONS = ("all", "fdc", "similar")
 
@@ -50,6 +60,9 @@ class HistoryRun:
     versions_apart: int = 0  # script versions between this run and the failure
     same_test: bool = True  # False: a sibling test's run (file scope)
     values: Values = field(default_factory=dict)  # what its log statements printed (values.value_tuples)
+    commit: str | None = None  # the commit and job it ran in, where CI said
+    job_url: str | None = None
+    log: str | None = None  # a pass's log, where kept: the failure's new lines are those it never printed
 
 
 @dataclass(frozen=True)
@@ -64,6 +77,9 @@ class Target:
     values: Values = field(default_factory=dict)
     functions: Mapping[Loc, tuple[int, int]] = field(default_factory=dict)  # log statement -> its function
     test_lines: frozenset[Loc] = frozenset()  # the failing test method's own lines
+    # what its log statements printed, masked, with each statement's lines (``newlines``)
+    printed: tuple[tuple[str, tuple[Loc, ...], float], ...] = ()
+    scope: frozenset[str] | None = None  # the scripts of its version (None: all of them)
 
     def with_states(self, states: Mapping[Loc, State]) -> Target:
         return replace(self, states=states)
@@ -81,6 +97,7 @@ class MappedRun:
     files: Mapping[str, str]
     env: str
     values: Values = field(default_factory=dict)
+    printed: frozenset[str] = frozenset()  # a pass's log messages, masked (``newlines.printed``)
 
 
 @dataclass(frozen=True)
@@ -144,6 +161,7 @@ def target_of(analysis: Analysis, states: Mapping[Loc, State] | None = None) -> 
         value_tuples(analysis),
         functions,
         test_lines,
+        printed=statement_messages(analysis),
     )
 
 
@@ -154,6 +172,7 @@ def map_runs(target: Target, history: Sequence[HistoryRun]) -> list[MappedRun]:
     content, so a pass before a faulty edit and the failure after it are not a flip.
     """
     maps: dict[tuple[str, str], LineMap] = {}
+    logs: dict[str, frozenset[str]] = {}  # a pass's log -> its masked messages (runs may share one)
     seen: dict[tuple[int, int], tuple[str, dict[Loc, State], Values]] = {}  # runs sharing trace and version
     prior: list[Run] = []
     out = []
@@ -169,11 +188,11 @@ def map_runs(target: Target, history: Sequence[HistoryRun]) -> list[MappedRun]:
                     maps[key] = map_lines(h.files[path].splitlines(), new.splitlines())
                 lmaps[path] = maps[key]
             values = {}
-            for loc, printed in h.values.items():
+            for loc, tuples in h.values.items():
                 lmap = lmaps.get(loc.path)
                 line = lmap.forward.get(loc.line) if lmap else None
                 if line is not None and line not in lmap.modified:
-                    values[Loc(loc.path, line)] = printed
+                    values[Loc(loc.path, line)] = tuples
             seen[memo] = (version_id(h.files), map_states(h.states, lmaps), values)
         version, states, values = seen[memo]
         if not h.same_test and target.test_lines:
@@ -182,9 +201,22 @@ def map_runs(target: Target, history: Sequence[HistoryRun]) -> list[MappedRun]:
         flaky = h.same_test and h.verdict in FAILING and is_flaky(prior, run)
         if h.same_test:
             prior.append(run)
+        said: frozenset[str] = frozenset()
+        if h.log and h.verdict == "pass" and h.same_test:
+            if h.log not in logs:
+                logs[h.log] = masked_messages(h.log)
+            said = logs[h.log]
         out.append(
             MappedRun(
-                h.verdict, states, run_weight(h.versions_apart), flaky, h.same_test, h.files, h.env, values
+                h.verdict,
+                states,
+                run_weight(h.versions_apart),
+                flaky,
+                h.same_test,
+                h.files,
+                h.env,
+                values,
+                said,
             )
         )
     return out
@@ -270,19 +302,28 @@ def line_channels(
     if cp:
         out["cp"] = {loc: cp[b] for b, locs in target.block_lines.items() if b in cp for loc in locs}
     last_pass = next((r for r in reversed(runs) if r.same_test and r.verdict == "pass"), None)
-    if last_pass is not None and dict(last_pass.files) != dict(target.files):
+    mine = {p: text for p, text in target.files.items() if target.scope is None or p in target.scope}
+    if last_pass is not None and dict(last_pass.files) != mine:
+        # a script outside the failure's version (one given along, never reached) changed nothing
         diff = {
             Loc(p, n): 1.0
-            for p, n in changed_lines(last_pass.files, target.files)
+            for p, n in changed_lines(last_pass.files, mine)
             if target.states.get(Loc(p, n), State.NEXE) != State.NEXE
         }
         if diff:
             out["diff"] = diff
-    printed = [r.values for r in used if r.verdict == "pass" and r.values]
-    if printed and target.values:
-        changed = divergent(target.values, printed)
+    valued = [r.values for r in used if r.verdict == "pass" and r.values]
+    if valued and target.values:
+        changed = divergent(target.values, valued)
         if changed:
             out["values"] = value_scores(target.files, changed, target.functions, target.states)
+    # the newest passes' logs: what the test prints when it passes (the channel reads runs, not
+    # passes' traces, so it is the same with and without the passing runs' spectra)
+    said = [r.printed for r in runs if r.verdict == "pass" and r.printed][-MAX_PASS_LOGS:]
+    if said and target.printed:
+        new = newline_scores(target.printed, frozenset().union(*said))
+        if new:
+            out["newlines"] = dict(new)
     return out
 
 
@@ -330,14 +371,16 @@ def rank_with_history(
     *,
     selection: str = "all",
     k: int = DEFAULT_K,
+    scope: frozenset[str] | None = None,
 ) -> HistoryRanking:
-    """The fused order; ``selection`` and ``k`` pick the passes as ``select_runs`` does."""
+    """The fused order; ``selection`` and ``k`` pick the passes as ``select_runs`` does; ``scope``
+    names the scripts of the failure's version (``app.history.records.scope_paths``)."""
     elements = [e.id for e in rendered.elements]
     known = set(elements)
     order = [*[e for e in static_order if e in known], *(e for e in elements if e not in set(static_order))]
     if not history:
         return HistoryRanking(tuple(order))
-    target = target_of(analysis)
+    target = replace(target_of(analysis), scope=scope)
     mapped = map_runs(target, history)
     runs = select_runs(target, mapped, selection, k)
     kept = {id(r) for r in runs}
@@ -359,7 +402,7 @@ def rank_with_history(
                 round(term, 4),
                 element.path,
                 element.start_line,
-                f"{c}: log-likelihood ratio {term:+.2f} from {used} earlier runs",
+                f"{MEANING[c]} ({used} earlier runs)",
             )
             for c, term in sorted(f.terms.items(), key=lambda kv: -kv[1])
             if c in CHANNEL_OF and term > 0

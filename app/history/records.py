@@ -10,15 +10,29 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from app.analysis.model import Script
+from app.analysis.model import Program, Script
+from app.ingest.job import Job
 from app.ingest.testkey import TestKey, parse_test_id
 
-__all__ = ["VERDICTS", "RunRecord", "TestKey", "env_fingerprint", "parse_run", "parse_test_id"]
+if TYPE_CHECKING:
+    from app.analysis.parsed import ParseCache
+
+__all__ = [
+    "VERDICTS",
+    "RunRecord",
+    "TestKey",
+    "env_fingerprint",
+    "parse_run",
+    "parse_test_id",
+    "scope_paths",
+    "scoped",
+    "with_job",
+]
 
 VERDICTS = frozenset({"pass", "fail", "error", "skip"})
 _ALIASES = {"passed": "pass", "failed": "fail", "failure": "fail", "skipped": "skip", "ok": "pass"}
@@ -44,11 +58,13 @@ class RunRecord:
     scripts: tuple[Script, ...] = ()
     log: str | None = None
     err_sig: str | None = None  # the failure's signature when the caller has it (``tcfl ci``'s)
+    job: str | None = None  # the job's key (``app.ingest.job.Job.key``) and the run's place in it
 
     def identity(self) -> str:
-        """What makes a re-sent record the same run: (job_url, test id), else its whole content."""
-        if self.job_url:
-            basis = [self.job_url, self.test_id]
+        """What makes a re-sent record the same run: (job, test id), else (job_url, test id), else
+        its whole content."""
+        if self.job or self.job_url:
+            basis = [self.job or self.job_url or "", self.test_id]
         else:
             basis = [
                 self.test_id,
@@ -91,9 +107,9 @@ def parse_run(data: Any, *, now: datetime | None = None) -> RunRecord:
     env = data.get("env") or {}
     if not isinstance(env, Mapping):
         raise ValueError("env must be an object of names to values")
-    ci = data.get("ci") or {}
-    if not isinstance(ci, Mapping):
-        raise ValueError("ci must be an object with pipeline, job_url, commit")
+    if not isinstance(data.get("ci") or {}, Mapping):
+        raise ValueError("ci must be an object with pipeline, job_id, job_url, commit")
+    ci = {**{k: data[k] for k in JOB_FIELDS if data.get(k) is not None}, **(data.get("ci") or {})}
     scripts_in = data.get("scripts") or []
     if not isinstance(scripts_in, list) or not all(
         isinstance(s, Mapping) and isinstance(s.get("path"), str) and isinstance(s.get("content"), str)
@@ -117,7 +133,64 @@ def parse_run(data: Any, *, now: datetime | None = None) -> RunRecord:
         commit=_opt(ci.get("commit")),
         scripts=tuple(Script(s["path"], s["content"]) for s in scripts_in),
         log=log,
+        job=_job_key(ci),
     )
+
+
+JOB_FIELDS = ("job_url", "pipeline", "job_id", "commit")  # a run record's CI fields, top level or in "ci"
+
+
+def with_job(record: RunRecord, job: Job) -> RunRecord:
+    """A record that names no CI job of its own, named by ``job`` (``tcfl ingest``'s flags and CI
+    environment): its links, and its identity when the job has one."""
+    if record.job or record.job_url or record.pipeline or record.commit:
+        return record
+    key = job.key if job.job_url or (job.pipeline and job.job_id) else None
+    started = job.started_at or record.started_at
+    return replace(
+        record, job_url=job.job_url, pipeline=job.pipeline, commit=job.commit, job=key, started_at=started
+    )
+
+
+def _job_key(ci: Mapping[str, Any]) -> str | None:
+    """The job a record names (pipeline + job id, or its URL), as ``app.ingest.job`` keys it;
+    None when it names none (the record is then known by its content)."""
+    job = Job(
+        job_url=_opt(ci.get("job_url")), pipeline=_opt(ci.get("pipeline")), job_id=_opt(ci.get("job_id"))
+    )
+    return job.key if job.job_url or (job.pipeline and job.job_id) else None
+
+
+def scope_paths(program: Program, test: str, frame_paths: Iterable[str] = ()) -> frozenset[str] | None:
+    """The scripts that make a test's version: its own file, the files it can reach
+    (``app.analysis.mustrun.reached_files``) and those its failure's traceback frames name.
+    None when no function of the scripts is the test (every script given counts then)."""
+    from app.analysis.mustrun import reached_files
+
+    reached = reached_files(program, test)
+    return None if reached is None else reached | frozenset(frame_paths)
+
+
+def scoped(record: RunRecord, parses: ParseCache) -> RunRecord:
+    """The record with only its test's scripts (``scope_paths``): a run's script version is its
+    test's own file and the files its trace reaches, not whatever list was sent with it."""
+    if not record.scripts:
+        return record
+    from app.analysis.logparse import parse_log, script_frames
+    from app.analysis.parsed import log_patterns
+
+    try:
+        program = parses.get(list(record.scripts), log_patterns(())).program
+    except ValueError:
+        return record
+    frames: list[str] = []
+    if record.log and record.verdict in ("fail", "error"):
+        files = {f.path: f.lines for f in program.files}
+        frames = [f.path for f in script_frames(parse_log(record.log).frames, files)[0]]
+    paths = scope_paths(program, record.key.key, frames) or scope_paths(program, record.key.name, frames)
+    if paths is None:
+        return record
+    return replace(record, scripts=tuple(s for s in record.scripts if s.path in paths))
 
 
 def _opt(value: Any) -> str | None:

@@ -264,3 +264,43 @@ def pairwise_f1(predicted: Mapping[Hashable, Hashable], truth: Mapping[Hashable,
     if tp == 0:
         return 1.0 if fp == fn == 0 else 0.0
     return 2 * tp / (2 * tp + fp + fn)
+
+
+@dataclass(frozen=True)
+class PastRun:
+    """A recorded run as the history verdict reads it, with the commit and job it came from."""
+
+    run: Run
+    commit: str | None = None
+    job_url: str | None = None
+    launch_id: int | None = None
+
+
+def verdict_of(history: Sequence[PastRun], current: PastRun) -> dict[str, Any]:
+    """What the history says about the failing ``current`` run, given the runs before it (oldest
+    first): new / recurring / regression / flaky, and the first bad version as a script version
+    and as the commit and job of the run that failed first (the last good one likewise)."""
+    runs = [p.run for p in history]
+    order = list(dict.fromkeys([*(r.version for r in runs), current.run.version]))
+    found = first_bad_version(runs, current.run, order)
+    every = [*history, current]
+    passes = [i for i, p in enumerate(every) if p.run.verdict == "pass"]
+    good = every[passes[-1]] if passes else None
+    start = passes[-1] + 1 if passes else 0
+    bad = next((p for p in every[start:] if _failed(p.run) and p.run.err_sig == current.run.err_sig), current)
+    return {
+        "classification": classify(runs, current.run),
+        "flaky": is_flaky(runs, current.run),
+        "first_bad_version": {
+            "last_good": found.last_good,
+            "first_bad": found.first_bad,
+            "between": list(found.between),
+            "script_changed": found.script_changed,
+            "note": found.note,
+            "first_bad_commit": bad.commit,
+            "first_bad_job": bad.job_url,
+            "first_bad_launch": bad.launch_id,
+            "last_good_commit": good.commit if good else None,
+            "last_good_job": good.job_url if good else None,
+        },
+    }

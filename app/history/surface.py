@@ -17,7 +17,7 @@ from typing import Any
 from app.analysis.model import Analysis, Loc
 from app.history.rank import HistoryRun, map_runs, run_traces, target_of
 from app.history.records import env_fingerprint
-from app.history.signatures import Run, analysis_signature, classify, first_bad_version, is_flaky
+from app.history.signatures import PastRun, Run, analysis_signature, verdict_of
 from app.history.spectrum import FORMULAS, scores, spectrum
 from app.history.versions import hunks, version_id
 
@@ -39,25 +39,32 @@ def history_section(
     *,
     window: int,
     k: int,
+    new_lines: Sequence[int] | None = None,
 ) -> dict[str, Any]:
     """The result's ``history``: runs read and used, classification, first bad version with hunks.
 
     ``used`` are the runs the ranker fused (``RankAnswer.history_used``); ``files`` is the failing
-    version; the failure's environment is taken as that of the newest
-    run of the same version (the request carries none), so flakiness compares like with like.
+    version (its test's own scripts: ``app.history.records.scope_paths``); ``new_lines`` the log
+    lines only the failure printed (``app.history.newlines``); the failure's environment
+    is taken as that of the newest run of the same version (the request carries none), so
+    flakiness compares like with like.
     """
     current_version = version_id(files)
     files_of = {version_id(h.files): h.files for h in history}
     files_of.setdefault(current_version, files)
     same = [h.env for h in history if version_id(h.files) == current_version and h.same_test]
-    runs = [Run(h.verdict, version_id(h.files), h.env, h.err_sig) for h in history if h.same_test]
-    current = Run("fail", current_version, same[-1] if same else env_fingerprint({}), signature)
-    order = list(dict.fromkeys([*(r.version for r in runs), current_version]))
-    found = first_bad_version(runs, current, order)
+    runs = [
+        PastRun(Run(h.verdict, version_id(h.files), h.env, h.err_sig), h.commit, h.job_url)
+        for h in history
+        if h.same_test
+    ]
+    current = PastRun(Run("fail", current_version, same[-1] if same else env_fingerprint({}), signature))
+    verdict = verdict_of(runs, current)
+    found = verdict["first_bad_version"]
     changed: list[dict[str, Any]] = []
-    if found.last_good is not None and found.script_changed:
-        new = files_of.get(found.first_bad or current_version, files)
-        changed = changed_hunks(files_of.get(found.last_good, {}), new)
+    if found["last_good"] is not None and found["script_changed"]:
+        new = files_of.get(found["first_bad"] or current_version, files)
+        changed = changed_hunks(files_of.get(found["last_good"], {}), new)
     return {
         "test": test,
         "runs_read": len(history),
@@ -66,16 +73,10 @@ def history_section(
         "k": k,
         "version": current_version,
         "err_sig": signature,
-        "classification": classify(runs, current),
-        "flaky": is_flaky(runs, current),
-        "first_bad_version": {
-            "last_good": found.last_good,
-            "first_bad": found.first_bad,
-            "between": list(found.between),
-            "script_changed": found.script_changed,
-            "note": found.note,
-            "hunks": changed,
-        },
+        **verdict,
+        "first_bad_version": {**found, "hunks": changed},
+        # the failure's log lines no passing run printed (None: no passing log to compare with)
+        "new_lines": None if new_lines is None else list(new_lines),
     }
 
 

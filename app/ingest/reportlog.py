@@ -98,7 +98,9 @@ def _add(test: _Test, record: dict[str, Any], where: str) -> None:
     sections = record.get("sections")
     for section in sections if isinstance(sections, list) else ():
         if isinstance(section, list) and len(section) == 2 and str(section[1]).strip():
-            test.sections.append(f"{'-' * 20} {section[0]} {'-' * 20}\n{str(section[1]).rstrip()}")
+            text = f"{'-' * 20} {section[0]} {'-' * 20}\n{str(section[1]).rstrip()}"
+            if text not in test.sections:  # a later phase's report repeats the earlier phases' sections
+                test.sections.append(text)
     if outcome == "failed":
         verdict = "fail" if when == "call" else "error"
         if test.verdict != "error":
@@ -164,7 +166,8 @@ def _run(test: _Test) -> TestRun:
     if "::" in test.nodeid:
         paths.append(test.nodeid.split("::", 1)[0])
     _, params = split_params(test.nodeid)
-    log = "\n".join([*test.sections, *test.reports]) if test.verdict != "pass" else ""
+    # a pass keeps what it printed: the history tells a failure's new lines from those (README)
+    log = "\n".join([*test.sections, *test.reports])
     return TestRun(
         test_id=test.nodeid,
         verdict=test.verdict,

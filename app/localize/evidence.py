@@ -33,6 +33,7 @@ class Channel(StrEnum):
     CP = "cp"  # CI history: infection propagated over the block graph from failing runs
     DIFF = "diff"  # CI history: changed since the last passing version of the script
     HISTORY_VALUE = "history_value"  # CI history: a logged value class seen only in failing runs
+    NEW_LINES = "new_lines"  # CI history: printed a log line (masked) no passing run printed
 
 
 # The channels of the built-in heuristic ranker, in the order ablations report them.

@@ -8,7 +8,7 @@ re-exported here for older imports.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +19,7 @@ from app.options import RANKERS, TriageOptions
 __all__ = ["HISTORY_CHANNELS", "RANKERS", "RankedItem", "TriageOptions", "TriageResult", "history_terms"]
 
 # the evidence channels the history ranker adds (app/history/rank.py names them)
-HISTORY_CHANNELS: tuple[str, ...] = ("spectrum", "cp", "diff", "history_value")
+HISTORY_CHANNELS: tuple[str, ...] = ("spectrum", "cp", "diff", "history_value", "new_lines")
 
 
 def history_terms(item: Mapping[str, Any]) -> dict[str, Any]:
@@ -40,6 +40,33 @@ def history_terms(item: Mapping[str, Any]) -> dict[str, Any]:
     return {"posterior": posterior, "channels": channels}
 
 
+def relevance(scores: Sequence[float | None], ranker: str) -> list[int | None]:
+    """Scores of a ranking, in rank order, on one 0-100 scale that never rises down the ranking.
+
+    The history ranker's score is a fused log-odds: its relevance is the posterior in per cent.
+    The built-in rankers' scores are evidence weights: relative to the first-ranked one. A model
+    ranks without scores (None). An item ranked below a higher-scored one (the history ranker
+    keeps an element's better rank with and without the passing runs) shows its predecessor's.
+    """
+    known = [s for s in scores if s is not None]
+    if not known or len(known) < len(scores):  # a model's items (filled in or not): ranks only
+        return [None] * len(scores)
+    if ranker == "history":
+        raw = [None if s is None else 100.0 / (1.0 + math.exp(-max(-50.0, min(50.0, s)))) for s in scores]
+    else:
+        top = max(known)
+        raw = [None if s is None else (100.0 * s / top if top > 0 else 0.0) for s in scores]
+    out: list[int | None] = []
+    ceiling = 100
+    for value in raw:
+        if value is None:
+            out.append(None)
+            continue
+        ceiling = min(ceiling, max(0, min(100, round(value))))
+        out.append(ceiling)
+    return out
+
+
 @dataclass(frozen=True)
 class RankedItem:
     rank: int
@@ -53,6 +80,7 @@ class RankedItem:
     evidence: tuple[Evidence, ...] = ()  # why, strongest first
     filled: bool = False  # a heuristic item filling in another ranker's short answer
     rationale: str | None = None  # the model's own words on why, when it gave any
+    relevance: int | None = None  # 0-100, never higher than the item ranked above (``relevance``)
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -63,6 +91,7 @@ class RankedItem:
             "end_line": self.end_line,
             "code": self.code,
             "score": self.score,
+            "relevance": self.relevance,
             "reason": self.reason,
             "evidence": [e.to_dict() for e in self.evidence],
         }
@@ -83,6 +112,7 @@ class RankedItem:
             reason=str(data.get("reason") or ""),
             evidence=tuple(Evidence.from_dict(e) for e in data.get("evidence") or ()),
             rationale=data.get("rationale"),
+            relevance=data.get("relevance"),
         )
 
 

@@ -46,6 +46,7 @@ class RankRequest:
     history: tuple[HistoryRun, ...] = field(default=(), compare=False, repr=False)
     test: str | None = None  # the failing test's key in the CI history, when the caller named one
     scripts: tuple[Script, ...] = field(default=(), compare=False, repr=False)  # the version triaged
+    log: str = field(default="", compare=False, repr=False)  # the failure's log as given
 
 
 @dataclass(frozen=True)

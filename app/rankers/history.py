@@ -15,6 +15,7 @@ from typing import Any
 
 from app.history.fusion import Calibration, pick_calibration
 from app.history.rank import rank_with_history, selection_of
+from app.history.records import scope_paths
 from app.rankers.base import Pick, RankAnswer, RankRequest
 from app.rankers.heuristic import HeuristicRanker
 
@@ -42,6 +43,11 @@ class HistoryRanker:
         own = sum(h.same_test for h in request.history)
         calibration = pick_calibration(shipped_calibration(), request.rendered.level, own)
         k_runs = request.options.history_k
+        analysis = request.analysis
+        scope = None
+        if request.test is not None:
+            frames = (f.path for f in analysis.error_frames)
+            scope = scope_paths(analysis.program, str(request.test), frames)
         ranking = rank_with_history(
             request.analysis,
             request.rendered,
@@ -50,6 +56,7 @@ class HistoryRanker:
             calibration,
             selection=selection_of(k_runs),
             k=k_runs,
+            scope=scope,
         )
         by_id = {p.element.id: p for p in static}
         elements_by_id = {e.id: e for e in elements}
@@ -57,8 +64,10 @@ class HistoryRanker:
         for eid in ranking.order[:k]:
             base = by_id.get(eid)
             fused = ranking.fused[eid]
-            terms = ", ".join(f"{c} {t:+.2f}" for c, t in sorted(fused.terms.items(), key=lambda kv: -kv[1]))
-            reason = f"posterior {fused.posterior:.2f} ({terms})"
+            terms = ", ".join(
+                f"{c} {t:+.2f}" for c, t in sorted(fused.terms.items(), key=lambda kv: -kv[1]) if round(t, 2)
+            )
+            reason = f"posterior {fused.posterior:.0%}" + (f" from the terms {terms}" if terms else "")
             evidence = (*ranking.evidence.get(eid, ()), *(base.evidence if base else ()))
             picks.append(Pick(elements_by_id[eid], round(fused.logit, 4), reason, evidence))
         return RankAnswer(self.name, tuple(picks), history_used=ranking.runs)

@@ -35,7 +35,7 @@ from app.service.jobs import SyncLeases, Worker
 from app.service.logs import request_id_var
 from app.service.metrics import Metrics
 from app.service.pool import AnalysisPool, PoolLimits, default_size
-from app.service.routes import batches, health, history, ingest, triage
+from app.service.routes import batches, health, history, ingest, launches, triage
 from app.service.runner import HistoryReader, Runner
 from app.service.schemas import BatchRequest
 from app.service.security import (
@@ -65,7 +65,7 @@ def max_body_bytes(settings: Settings) -> int:
 def _history_reader(store: Store) -> HistoryReader:
     """The runner's way to the CI history: a test's newest recorded runs, oldest first."""
     history = HistoryStore(store)
-    return lambda test, window: history.history_runs(test, limit=window)
+    return lambda test, window, before: history.history_runs(test, limit=window, before=before)
 
 
 def create_app(settings: Settings | None = None, *, worker_id: str | None = None) -> FastAPI:
@@ -103,6 +103,7 @@ def create_app(settings: Settings | None = None, *, worker_id: str | None = None
     app.include_router(history.router, dependencies=keyed)
     app.include_router(ingest.router, dependencies=keyed)
     app.include_router(ingest.pages, dependencies=keyed)
+    app.include_router(launches.router, dependencies=keyed)
     _include_dashboard(app, keyed)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app

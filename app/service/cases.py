@@ -24,6 +24,7 @@ from app.store.store import Submission
 from app.triage import check_options
 
 _REQUEST = TypeAdapter(TriageRequest)
+TEST_KEY = "test"  # the failing test's CI-history key among a stored request's options
 
 
 class LimitExceeded(Exception):
@@ -64,9 +65,6 @@ def check_batch_size(count: int, settings: Settings) -> None:
 def to_case(request: TriageRequest, settings: Settings, *, where: str = "") -> Submission:
     """Check limits, resolve defaults from settings, and check the options the pipeline will get."""
     check_limits(request, settings, where=where)
-    if where and (request.test is not None or request.history is not None):
-        # batch items (their ``where`` names the item) run in the background worker, without history
-        raise InvalidInput(f"{where}test and history apply to POST /v1/triage only, not to batches")
     history = request.history
     window = history if isinstance(history, HistoryWindow) else None
     try:
@@ -83,6 +81,9 @@ def to_case(request: TriageRequest, settings: Settings, *, where: str = "") -> S
     except ValueError as exc:
         raise InvalidInput(f"{where}{exc}") from None
     options = resolved.to_dict()
+    if request.test is not None:
+        # the test key travels with the stored options: a queued batch item reads its history too
+        options[TEST_KEY] = request.test
     if options["ranker"] == "llm" and not settings.model_url:
         raise InvalidInput(f"{where}ranker 'llm' needs a model server, and TCFL_MODEL_URL is not set")
     scripts = tuple(Script(path=s.path, content=s.content) for s in request.scripts)

@@ -12,12 +12,15 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
 from app.analysis.limits import CostLimits
 from app.localize.llm import ModelClient
+from app.options import before_of
 from app.rankers.base import RankRequest
-from app.service.cases import triage_options
+from app.service.cases import TEST_KEY, triage_options
 from app.service.metrics import Metrics
 from app.service.pool import LARGE_LOG_BYTES, LARGE_SCRIPT_LINES, AnalysisPool
 from app.service.pool_jobs import TriageJob, stored_data
@@ -26,8 +29,9 @@ from app.store.snapshots import SNAPSHOT_KEY
 from app.store.store import Submission
 from app.triage import history_skipped, rank
 
-# (test key, newest runs to read) -> the runs, oldest first; reads the store (a thread calls it)
-HistoryReader = Callable[[str, int], Sequence[Any]]
+# (test key, newest runs to read, only those before this time) -> the runs, oldest first; reads
+# the store (a thread calls it)
+HistoryReader = Callable[[str, int, datetime | None], Sequence[Any]]
 
 
 class Runner:
@@ -51,6 +55,7 @@ class Runner:
         """The result's data as stored (with the packed snapshot under ``SNAPSHOT_KEY`` when asked);
         ``ValueError`` for a case over the cost limits or with bad options."""
         options = triage_options(case.options)
+        case = case if case.test is not None else replace(case, test=case.options.get(TEST_KEY))
         runs, note = await self._history(case, options)
         job = TriageJob(
             case.scripts,
@@ -88,5 +93,6 @@ class Runner:
             return (), skipped
         if self.history is None:
             return (), "no CI history store here: ranked without the test's history"
-        runs = await asyncio.to_thread(self.history, case.test, options.history_window)
+        window, before = options.history_window, before_of(options)
+        runs = await asyncio.to_thread(self.history, case.test, window, before)
         return runs, None

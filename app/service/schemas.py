@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -98,6 +99,11 @@ class OptionsIn(BaseModel):
         max_length=100,
         description="Extra log-function patterns (e.g. Log.log), added to TCFL_LOG_FUNCTIONS.",
     )
+    history_before: datetime | None = Field(
+        None,
+        description="With a test: read only its runs recorded before this time (ISO 8601), so a "
+        "failure is ranked with its past; default every recorded run.",
+    )
     log_format: str | None = Field(
         None,
         max_length=40,
@@ -156,7 +162,7 @@ class TriageRequest(OptionsIn):
     )
     history: Literal["auto", "off"] | HistoryWindow | None = Field(
         None,
-        description='With test: "auto" (default), "off", or {"window": n, "k": n}. Single triage only.',
+        description='With test: "auto" (default), "off", or {"window": n, "k": n}; batch items too.',
     )
 
     _log = field_validator("log")(_check_unicode)

@@ -8,13 +8,12 @@ scripts and a log keeps its estimated trace (tplus states), so spectra need no r
 
 from __future__ import annotations
 
-import hashlib
 import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from sqlalchemy import (
     JSON,
@@ -26,6 +25,7 @@ from sqlalchemy import (
     String,
     UniqueConstraint,
     and_,
+    case,
     delete,
     func,
     or_,
@@ -43,24 +43,15 @@ from app.analysis.model import Loc, State
 from app.analysis.mustrun import passing_states
 from app.analysis.parsed import ParseCache, log_patterns
 from app.analysis.pipeline import analyze
+from app.history.newlines import MAX_PASS_LOGS
 from app.history.packed import pack_trace, packable, unpack_trace
 from app.history.rank import HistoryRun, Values
-from app.history.records import RunRecord, env_fingerprint
-from app.history.signatures import (
-    Run,
-    analysis_signature,
-    classify,
-    first_bad_version,
-    is_flaky,
-    parsed_signature,
-)
+from app.history.records import RunRecord, env_fingerprint, scoped
+from app.history.signatures import PastRun, Run, analysis_signature, parsed_signature, verdict_of
 from app.history.values import value_tuples
 from app.history.versions import content_hash, version_id
-from app.ingest.testkey import TestKey, canonical_key, parse_test_id
+from app.ingest.testkey import TestKey, canonical_key
 from app.store.store import Base, ScriptRow, Store, _aware, _iso, _pack, _unpack, utcnow
-
-if TYPE_CHECKING:
-    from app.ingest.resolve import Checkout
 
 RETENTION_DAYS = 180
 RETENTION_RUNS = 500
@@ -267,6 +258,7 @@ class HistoryStore:
         identities = [r.identity() for r in records]
         facts: dict[str, Facts] = {}
         parses = ParseCache()  # the runs of one results file share their tests' scripts: parsed once
+        records = [scoped(r, parses) for r in records]  # its version: the test's own scripts
         for attempt in (1, 2):
             known = self._known(identities)
             for record, identity in zip(records, identities, strict=True):
@@ -436,22 +428,15 @@ class HistoryStore:
                 .limit(limit)
             ).all()
         ordered = list(reversed(rows))
-        runs = [Run(r.verdict, r.version_id or "", r.env_fp, r.err_sig) for r in ordered]
+        runs = [
+            PastRun(Run(r.verdict, r.version_id or "", r.env_fp, r.err_sig), r.commit, r.job_url)
+            for r in ordered
+        ]
         versions = list(dict.fromkeys(r.version_id for r in ordered if r.version_id))
         summary: dict[str, Any] = {"classification": None, "first_bad_version": None, "flaky": False}
-        fails = [i for i, r in enumerate(runs) if r.verdict in FAILING]
+        fails = [i for i, r in enumerate(runs) if r.run.verdict in FAILING]
         if fails:
-            i = fails[-1]
-            summary["classification"] = classify(runs[:i], runs[i])
-            summary["flaky"] = is_flaky(runs[:i], runs[i])
-            found = first_bad_version(runs[:i], runs[i], versions)
-            summary["first_bad_version"] = {
-                "last_good": found.last_good,
-                "first_bad": found.first_bad,
-                "between": list(found.between),
-                "script_changed": found.script_changed,
-                "note": found.note,
-            }
+            summary.update(verdict_of(runs[: fails[-1]], runs[fails[-1]]))
         return {
             "key": test.key,
             "suite": test.suite,
@@ -607,6 +592,7 @@ class HistoryStore:
         target_version: str | None = None,
         limit: int = 30,
         siblings: int = 0,
+        before: datetime | None = None,
     ) -> list[HistoryRun]:
         """The test's last ``limit`` runs with a trace, oldest first, as the history ranker reads them.
 
@@ -614,6 +600,7 @@ class HistoryStore:
         ``versions_apart`` counts the versions seen between its own and that one. ``siblings``
         adds file scope: the newest traced run of each of up to that many other tests of the
         same file (most recently run first), with ``same_test`` False. ``key`` in any tool's form.
+        ``before`` keeps the runs that started before that time: a failure is ranked with its past.
         """
         found = _canonical(key)
         if found is None:
@@ -622,7 +609,7 @@ class HistoryStore:
             test = session.execute(select(TestRow.id, TestRow.path).where(TestRow.key == found)).one_or_none()
             if test is None:
                 return []
-            own = _traced_runs(test.id).limit(limit)
+            own = _traced_runs(test.id, before).limit(limit)
             rows = [(True, r) for r in session.execute(own).all()]
             if siblings > 0:
                 others = (
@@ -638,10 +625,13 @@ class HistoryStore:
                     .all()
                 )
                 if others:
-                    parts = [select(q.subquery()) for q in (_traced_runs(t).limit(1) for t in others)]
+                    parts = [select(q.subquery()) for q in (_traced_runs(t, before).limit(1) for t in others)]
                     rows += [(False, r) for r in session.execute(union_all(*parts)).all()]
             files = _version_files(session, {r.version_id for _, r in rows})
         rows.sort(key=lambda item: (_aware(item[1].started_at), item[1].id))
+        # the newest passes' logs: a failure's new lines are those none of them printed
+        said = [r.id for same, r in rows if same and r.verdict == "pass" and r.log_z is not None]
+        logs = set(said[-MAX_PASS_LOGS:])
         order = list(dict.fromkeys(r.version_id for _, r in rows))
         if target_version is not None and target_version not in order:
             order.append(target_version)
@@ -667,6 +657,9 @@ class HistoryStore:
                     apart,
                     same_test=same,
                     values=_values_of(r.log_values),
+                    commit=r.commit,
+                    job_url=r.job_url,
+                    log=_unpack(r.log_z) if r.id in logs else None,
                 )
             )
         return out
@@ -708,8 +701,10 @@ _VIEW_COLUMNS = (
 )
 
 
-def _traced_runs(test_id: int) -> Any:
-    """A test's runs that carry a trace and a version, newest first (the columns history_runs reads)."""
+def _traced_runs(test_id: int, before: datetime | None = None) -> Any:
+    """A test's runs that carry a trace and a version, newest first (the columns history_runs reads),
+    those started before ``before`` when given."""
+    past = () if before is None else (RunRow.started_at < before,)
     return (
         select(
             RunRow.id,
@@ -721,8 +716,12 @@ def _traced_runs(test_id: int) -> Any:
             RunRow.trace_z,
             RunRow.trace,
             RunRow.log_values,
+            RunRow.commit,
+            RunRow.job_url,
+            case((RunRow.verdict == "pass", RunRow.log_z), else_=None).label("log_z"),  # passes' only
         )
         .where(
+            *past,
             RunRow.test_id == test_id,
             RunRow.version_id.is_not(None),
             or_(RunRow.trace_z.is_not(None), RunRow.trace.is_not(None)),
@@ -818,61 +817,6 @@ def _retention_doomed(keep_runs: int, cutoff: datetime) -> Any:
     return select(ranked.c.id).where(
         ranked.c.pos > keep_runs, ranked.c.started_at < cutoff, ranked.c.id.not_in(anchors)
     )
-
-
-def records_from_ci(
-    report: Any,
-    source: str,
-    *,
-    now: datetime | None = None,
-    checkout: Checkout | None = None,
-    resolve_failures: bool = False,
-) -> list[RunRecord]:
-    """Every test run of an ingested CI results file (passes too) as history records.
-
-    Results files carry no job link, so a run's identity is the file's name and the run's own
-    content: ingesting the same file twice records its runs once. A failure carries the scripts it
-    was triaged with; given the ``checkout``, a pass gets its
-    scripts by the same resolution, so it is stored with a version and counts by its must-run lines
-    (and, with ``resolve_failures``, so does a failure that was not triaged: the CLI reads a local
-    checkout, where that costs nothing and risks nothing). A failure keeps the signature ``tcfl ci``
-    gave it, so its run, its triage and the report name it alike.
-    """
-    from app.ingest.resolve import find_scripts
-
-    results = getattr(report, "results", None)
-    if results is None:
-        return []
-    sources = {t.run.test_id: t.sources for t in report.triaged}
-    signatures = {t.run: t.signature for t in report.triaged}
-    started = now or utcnow()
-    out = []
-    for run in results.runs:
-        verdict = run.verdict if run.verdict in ("pass", "fail", "error", "skip") else "error"
-        key, params = parse_test_id(run.test_id, run.suite)
-        basis = "\x1f".join((report.format, source, run.test_id, run.params or "", verdict, run.log))
-        out.append(
-            RunRecord(
-                key=key,
-                test_id=run.test_id,
-                params=params,
-                verdict=verdict,
-                started_at=started,
-                job_url=f"ingest:{hashlib.sha256(basis.encode('utf-8')).hexdigest()[:32]}",
-                pipeline=source or None,
-                scripts=tuple(
-                    sources.get(run.test_id)
-                    or (
-                        find_scripts(run, checkout)[0]
-                        if checkout is not None and (verdict == "pass" or resolve_failures)
-                        else ()
-                    )
-                ),
-                log=run.log or None,
-                err_sig=signatures.get(run) if verdict in FAILING else None,
-            )
-        )
-    return out
 
 
 def _run_view(row: Any, *, has_log: bool | None = None) -> dict[str, Any]:

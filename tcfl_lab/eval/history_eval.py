@@ -57,7 +57,10 @@ LEVELS = ("line", "block")
 KS = (1, 3, 5)
 RANKERS = ("static", "spectrum", "spectrum_true", "dstar", "cp", "fused")
 # each history channel switched off, the min rule off, and the other run selections
-ABLATIONS = ("no_ochiai", "no_cp", "no_diff", "no_values", "no_min_rule", "select_fdc", "select_similar")
+ABLATIONS = (
+    *("no_ochiai", "no_cp", "no_diff", "no_values", "no_newlines"),
+    *("no_min_rule", "select_fdc", "select_similar"),
+)
 GROUPING_LENGTH = 10  # history length whose fused ranking names a failure's shared fault site
 VERSION_ORDER = ("V0", "V0'", "V1")
 
@@ -214,6 +217,7 @@ def _history_runs(
                 VERSION_ORDER.index("V1") - VERSION_ORDER.index(r["version"]),
                 r["test"] == target["test"],
                 {} if logless else view.values,
+                log=group.data["logs"][r["log"]] if r["outcome"] == "pass" and not logless else None,
             )
         )
     return out
@@ -426,6 +430,7 @@ def _fuse_all(
         "no_cp": {"drop": "cp"},
         "no_diff": {"drop": "diff"},
         "no_values": {"drop": "values"},
+        "no_newlines": {"drop": "newlines"},
         "no_min_rule": {"min_rule": False},
         "select_fdc": {"selection": "fdc"},
         "select_similar": {"selection": "similar"},

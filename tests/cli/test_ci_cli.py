@@ -15,6 +15,7 @@ from app.ingest import read_results
 from app.ingest.resolve import Checkout, find_scripts
 from app.settings import get_settings
 from tests.ci_tools import FAILED_TESTS, PytestRun
+from tests.service.helpers import CI_MARKERS
 
 
 @pytest.fixture(autouse=True)
@@ -25,6 +26,7 @@ def no_model_from_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -
         "TCFL_LOG_FUNCTIONS",
         "TCFL_DEFAULT_K",
         "TCFL_OUTPUT_FORMAT",
+        *CI_MARKERS,  # a job of its own, never the CI's that runs these tests
     ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("TCFL_DATABASE_URL", f"sqlite:///{tmp_path / 'tcfl.db'}")

@@ -20,6 +20,7 @@ from app.cli import main
 from app.settings import get_settings
 from tests.ingest import hostile
 from tests.ingest.hostile import Good
+from tests.service.helpers import CI_MARKERS
 
 SECRET = "TOKEN=never-shown-4f1c2"
 TRACE = (
@@ -35,6 +36,7 @@ def clean_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         "TCFL_LOG_FUNCTIONS",
         "TCFL_DEFAULT_K",
         "TCFL_OUTPUT_FORMAT",
+        *CI_MARKERS,
     ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("TCFL_DATABASE_URL", f"sqlite:///{tmp_path / 'tcfl.db'}")

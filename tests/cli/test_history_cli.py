@@ -8,9 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.ci_tools import PytestRun, py_results
+import pytest
 
-__all__ = ["py_results"]  # the session fixture, used by name
+from tests.ci_tools import PytestRun, avocado_job, py_results, stestr_run
+from tests.service.helpers import Server, clean_env
+
+__all__ = ["avocado_job", "py_results", "stestr_run"]  # the session fixtures, used by name
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = "def test_answer():\n    value = 41\n    assert value == 42\n"
@@ -22,7 +25,7 @@ LOG = (
 
 def tcfl(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "app.cli", *args], capture_output=True, text=True, check=False
+        [sys.executable, "-m", "app.cli", *args], capture_output=True, text=True, check=False, env=clean_env()
     )
 
 
@@ -160,6 +163,45 @@ def test_ci_records_every_run_under_one_key_per_test(tmp_path: Path, py_results:
     assert passing["key"].startswith("test_links.py::")
     skipped = tcfl("ci", str(py_results.junit), *common, "--job-url", "https://ci/job/3", "--no-store")
     assert skipped.returncode == 0 and "recorded" not in skipped.stderr
+
+
+@pytest.mark.slow  # five tcfl ci runs and a server
+def test_one_test_is_one_key_whichever_tool_ran_it(
+    tmp_path: Path, py_results: PytestRun, avocado_job: Path, stestr_run: tuple[Path, Path]
+) -> None:
+    """pytest's JUnit XML and report-log, avocado's xUnit and job folder, stestr's subunit of the
+    same suite: five jobs, each test recorded once per job under one key, found by any tool's id,
+    and listed once on the dashboard's tests page."""
+    db = f"sqlite:///{tmp_path / 'h.db'}"
+    avocado_root = avocado_job.parents[1] / "avocado"
+    sent = [
+        (py_results.junit, py_results.root),
+        (py_results.reportlog, py_results.root),
+        (avocado_job / "results.xml", avocado_root),
+        (avocado_job, avocado_root),
+        (stestr_run[0], stestr_run[0].parent / "stestr"),
+    ]
+    for n, (results, root) in enumerate(sent):
+        done = tcfl(
+            "ci", str(results), "--root", str(root), "--ranker", "heuristic", "--db", db, "--commit", f"c{n}"
+        )
+        assert "recorded 3 new run(s) of 3" in done.stderr, (results, done.stderr)
+    for key in (
+        "test_links.py::TestLinks::test_jumbo_mtu",  # pytest
+        "test_links.TestLinks.test_jumbo_mtu",  # JUnit XML, unittest, subunit
+        "1-test_links.py:TestLinks.test_jumbo_mtu",  # avocado
+        "<unknown>.test_links.py:TestLinks.test_jumbo_mtu",  # avocado's xUnit on a CI's page
+    ):
+        page = json.loads(tcfl("history", key, "--db", db, "--json").stdout)
+        assert page["key"] == "test_links.py::TestLinks::test_jumbo_mtu"
+        assert sorted(r["ci"]["commit"] for r in page["runs"]) == [f"c{n}" for n in range(len(sent))]
+    server = Server(db, tmp_path).start()
+    try:
+        with server.client() as client:
+            html = client.get("/tests").text
+    finally:
+        server.stop()
+    assert html.count('data-testid="test-row"') == 3
 
 
 def test_triage_history_window_and_k(tmp_path: Path) -> None:

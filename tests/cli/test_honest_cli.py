@@ -233,8 +233,11 @@ def test_top_n_header_counts_the_items_listed(tmp_path: Path, capsys: pytest.Cap
     assert main(["triage", script, "--log", log, "--no-store", "-k", "5", "--level", "line"]) == 0
     out = capsys.readouterr().out
     listed = [line for line in out.splitlines() if line[:3].strip().endswith(".")]
-    assert len(listed) == 3  # the script has three lines
-    assert f"Top {len(listed)} lines (of 5 asked: the trace holds no more)" in out
+    assert len(listed) == 2  # the script has three lines; nothing points at its def line (score 0)
+    assert (
+        f"Top {len(listed)} lines (of 5 asked: the trace holds no more; 1 more scored 0/100 not listed)"
+        in out
+    )
 
 
 @pytest.mark.parametrize(

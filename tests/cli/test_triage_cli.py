@@ -44,7 +44,10 @@ def test_golden_block_report(capsys: pytest.CaptureFixture[str]) -> None:
     assert ranks[0] == "BLOCK 6"
     assert {"BLOCK 1", "BLOCK 4"} & set(ranks[1:])
     assert "    |     var_2 = var_1 / len(values)  # Error (Failure)" in out
-    assert "why: traceback frame (innermost)" in out
+    first = out.split(" 1. BLOCK 6", 1)[1].split(" 2. ", 1)[0]
+    assert "score 100/100" in first.splitlines()[0]
+    # the evidence lines say why; the ranker's reason repeats none of them
+    assert "[traceback]" in first and "traceback frame (innermost)" in first and "why: traceback" not in first
     assert "Time: static" in out
 
 

@@ -112,7 +112,9 @@ def test_the_text_report_says_what_the_history_said() -> None:
     )
     text = format_result(result)
     assert "History of t: new; fused 5 of 5 recorded runs" in text  # the failing version is new
-    assert f"First bad version: {version_id({PATH: NEW})} (last good {version_id({PATH: OLD})})" in text
+    new, old = version_id({PATH: NEW}), version_id({PATH: OLD})
+    # no commit or job was recorded with these runs: the script versions name them
+    assert f"First bad version: script version {new} (last good: script version {old})" in text
     assert "    + " + "    b = make(5)" in text
     none = finish(lambda: triage([Script(PATH, NEW)], FAIL_LOG, options, client=None, test="t"))
     assert "History of t: no CI history with traces recorded" in format_result(none)

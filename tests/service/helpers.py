@@ -59,9 +59,13 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+CI_MARKERS = ("GITHUB_ACTIONS", "GITLAB_CI", "JENKINS_URL")  # a CI's variables name the job tcfl records
+
+
 def clean_env(**extra: str) -> dict[str, str]:
-    """The parent's environment without any TCFL_ setting, plus ``extra``."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TCFL_")}
+    """The parent's environment without any TCFL_ setting nor the marks of a CI job (a test that
+    runs in CI must not record its jobs as the CI's job), plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TCFL_") and k not in CI_MARKERS}
     env.update(extra)
     return env
 

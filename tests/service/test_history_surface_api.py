@@ -20,7 +20,7 @@ from app.rankers.history import shipped_calibration
 from app.store.history import HistoryStore
 from app.store.store import Store
 from app.triage import prepare
-from tests.service.helpers import Server, clean_env, example_body, tcfl_command
+from tests.service.helpers import Server, clean_env, example_body, tcfl_command, wait_for
 
 GOOD = """def helper(x):
     return x * 2
@@ -107,11 +107,25 @@ def test_triage_history_edge_cases_answer_clearly(api: httpx.Client) -> None:
     for bad in ({"window": 0}, {"k": -1}, {"window": 10, "z": 1}, "sometimes"):
         answer = api.post("/v1/triage", json={**body, "test": "x", "history": bad})
         assert answer.status_code == 422, (bad, answer.text)
-    batch = api.post("/v1/batches", json={"cases": [{**body, "test": "x"}]})
-    assert (
-        batch.status_code == 422
-        and "cases[0]: test and history apply to POST /v1/triage only" in (batch.json()["detail"])
-    )
+    bad_time = api.post("/v1/triage", json={**body, "test": "x", "history_before": "yesterday"})
+    assert bad_time.status_code == 422, bad_time.text
+
+
+def test_triage_and_batches_read_only_the_runs_before_the_failure(api: httpx.Client, tmp_path: Path) -> None:
+    """A failure is ranked with its past: ``history_before`` (the failure's time) keeps the runs
+    recorded after it out, on ``POST /v1/triage`` and on a batch item alike."""
+    key, logs = record_history(api, tmp_path)  # three passes at 00:00-00:02, failures at 00:03 and 00:04
+    body = {"scripts": [{"path": "t.py", "content": BAD}], "log": logs["bad"], "ranker": "heuristic"}
+    first = {**body, "test": key, "history_before": "2026-03-01T00:03:00Z"}
+    answer = api.post("/v1/triage", json=first).json()
+    assert answer["history"]["runs_read"] == 3 and answer["history"]["classification"] == "new"
+    batch = api.post("/v1/batches", json={"cases": [first, {**body, "test": key}]})
+    assert batch.status_code == 202, batch.text
+    url = f"/v1/batches/{batch.json()['id']}"
+    done = wait_for(lambda: (b := api.get(url).json())["status"] == "done" and b, what="the batch")
+    results = [api.get(f"/v1/triage/{item['result_id']}").json() for item in done["items"]]
+    assert [r["history"]["runs_read"] for r in results] == [3, 5]
+    assert [r["history"]["classification"] for r in results] == ["new", "recurring"]
 
 
 def test_spectrum_counts_the_runs_on_the_current_version(api: httpx.Client, tmp_path: Path) -> None:

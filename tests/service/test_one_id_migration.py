@@ -7,19 +7,26 @@ On PostgreSQL the same rows are copied into a schema at 0007 first.
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
+import pytest
 import sqlalchemy as sa
 from alembic import command
 from alembic.config import Config
 
+from app.cli import main
 from app.history.signatures import log_signature
 from app.service.dashboard.queries import Filters, groups
 from app.store.history import HistoryStore
 from app.store.ingests import CiRunStore
+from app.store.launches import LaunchStore
 from app.store.store import MIGRATIONS_DIR, Store
+from tests.ci_tools import PytestRun, py_results
 from tests.conftest import DATA
+
+__all__ = ["py_results"]
 
 STORED = DATA / "store" / "store-0007.db"
 KEYS = {
@@ -99,5 +106,30 @@ def test_upgrade_gives_each_failure_one_id_and_each_test_one_key(database_url: s
         # the triage with a snapshot: read off it, the id its log and scripts give
         example = store.load_case(3)
         assert indexed[3] == log_signature(example.log, example.scripts)
+    finally:
+        store.close()
+
+
+def test_a_job_recorded_after_the_upgrade_is_a_launch_judged_by_the_old_runs(
+    database_url: str, tmp_path: Path, py_results: PytestRun, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """0009 adds launches and labels to a store the previous versions wrote: a CI job recorded
+    after the upgrade reads the runs they stored as its past (the same test, the same failure)."""
+    _stored(database_url, tmp_path)
+    store = Store.open(database_url)  # migrates to the head
+    try:
+        before = HistoryStore(store).history(MTU)
+        assert before is not None and before["runs"]
+        where = ["--root", str(py_results.root), "--db", database_url, "--commit", "after-upgrade"]
+        code = main(
+            ["ci", str(py_results.junit), *where, "--ranker", "heuristic", "--format", "json", "--no-ci-env"]
+        )
+        body = json.loads(capsys.readouterr().out)
+        assert code == 0 and body["launch_id"] == 1
+        launch = LaunchStore(store).get(1)
+        assert launch is not None and len(launch["tests"]) == 3
+        mtu = next(t for t in launch["tests"] if t["key"] == MTU)
+        assert mtu["classification"] == "recurring"  # the failure the old version stored, seen again
+        assert len(HistoryStore(store).history(MTU)["runs"]) == len(before["runs"]) + 1
     finally:
         store.close()

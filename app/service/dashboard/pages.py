@@ -22,7 +22,21 @@ def _ms(value: Any) -> str:
     return "–" if not isinstance(value, int | float) else f"{value:,.1f} ms"
 
 
+def _seconds(value: Any) -> str:
+    """A duration as people read it: milliseconds under a second, else seconds."""
+    if not isinstance(value, int | float):
+        return "–"
+    return f"{1000 * value:.0f} ms" if value < 1 else f"{value:,.1f} s"
+
+
+def _web_link(value: Any) -> bool:
+    """Whether a stored URL (a job's, a bug's) may be a link on a page: http(s) only."""
+    return isinstance(value, str) and value.startswith(("https://", "http://"))
+
+
+templates.env.tests["web_link"] = _web_link
 templates.env.filters["percent"] = _percent
+templates.env.filters["seconds"] = _seconds
 templates.env.filters["ms"] = _ms
 
 

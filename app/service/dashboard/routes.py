@@ -238,19 +238,26 @@ def _stored_view(
     """The page's content from the stored snapshot; one stored before snapshots (or by another
     snapshot version) is computed once, from the triage's own stored options, and stored."""
     ranking = found.get("ranking") or []
+    new = new_lines_of(found)
     engine = runtime.store.engine
     try:
-        loaded = snapshots.load(engine, triage_id, lambda summary: log_windows(summary, focus))
+        loaded = snapshots.load(engine, triage_id, lambda summary: log_windows(summary, focus, new))
     except SnapshotError:
         loaded = None  # written by another version of tcfl: computed again below, once
     if loaded is None:
         snap = snapshot_for(runtime.store.load_case(triage_id))
         snapshots.save(engine, triage_id, snap, found)
-        loaded = snapshots.load(engine, triage_id, lambda summary: log_windows(summary, focus))
+        loaded = snapshots.load(engine, triage_id, lambda summary: log_windows(summary, focus, new))
         if loaded is None:
             raise SnapshotError("the analysis was computed but could not be stored")
     summary, lines = loaded
-    return failure_view(summary, ranking, lines, marked)
+    return failure_view(summary, ranking, lines, marked, new)
+
+
+def new_lines_of(triage: dict[str, Any]) -> list[int]:
+    """The log lines only the failure printed, as its history section recorded them."""
+    found = (triage.get("history") or {}).get("new_lines") or []
+    return [int(n) for n in found if isinstance(n, int)]
 
 
 @router.get("/triage/{triage_id}/log", name="dashboard_log")
@@ -276,10 +283,12 @@ async def log_fragment(
         return _not_found(request, f"Triage {triage_id} has no stored log yet; open its page first.")
     summary, lines = loaded
     last = min(last, int(summary["log"]["lines"]))
+    stored = await asyncio.to_thread(runtime.store.get_triage, parsed)
+    new = new_lines_of(triage_view(stored)) if stored is not None else []
     items: list[LogRow | LogGap] = []
     if start > first:
         items.append(LogGap(first, start - 1))
-    items.extend(log_rows(summary, lines))
+    items.extend(log_rows(summary, lines, new))
     shown_end = lines[-1].number if lines else start - 1
     if shown_end < last:
         items.append(LogGap(shown_end + 1, last))

@@ -20,6 +20,7 @@ MAX_MATCHES_SHOWN = 10
 LOG_CONTEXT = 2  # lines shown around a matched log line
 ERROR_CONTEXT_BEFORE = 25  # lines shown before the error message (the traceback sits there)
 MAX_ANCHORS = 80  # matched log lines that open a window on the page
+MAX_NEW_LINES = 200  # lines only the failure printed that the page loads and lists first
 FOCUS_CONTEXT = 150  # lines shown around a log line asked for with ?log=N
 MAX_WINDOW_LINES = 2000  # log lines one page shows at most; gaps load the rest on demand
 LOAD_STEP = 500  # lines one "show more" loads
@@ -151,6 +152,7 @@ class LogRow:
     unique: bool  # matched exactly one statement
     error: bool  # part of the error message
     frame: tuple[int, int] | None  # (file index, line) of the script frame printed here
+    new: bool = False  # no passing run of the test printed this line (``app.history.newlines``)
 
 
 @dataclass(frozen=True)
@@ -179,6 +181,9 @@ class FailureView:
     log_statements: int
     log: tuple[LogRow | LogGap, ...]
     warnings: tuple[str, ...]
+    new_lines: tuple[int, ...] = ()  # log lines no passing run printed (the page lists them first)
+    new_rows: tuple[LogRow, ...] = ()  # those of them the page has the text of
+    first_file: int | None = None  # the file of the first-ranked element: the page opens on it
 
 
 def _file_index(summary: Mapping[str, Any]) -> dict[str, int]:
@@ -272,7 +277,12 @@ def _evidence(item: Mapping[str, Any], files: Mapping[str, int]) -> tuple[Eviden
 def rank_views(summary: Mapping[str, Any], ranking: Sequence[Mapping[str, Any]]) -> tuple[RankView, ...]:
     files = _file_index(summary)
     items = sorted(ranking, key=lambda i: int(i["rank"]))
-    scaled = scale_scores([None if i.get("score") is None else float(i["score"]) for i in items])
+    # the result's own 0-100 relevance (in rank order); results stored before it: scaled scores
+    stored = [i.get("relevance") for i in items]
+    if items and all(isinstance(r, int) for r in stored):
+        scaled = [int(r) for r in stored]
+    else:
+        scaled = scale_scores([None if i.get("score") is None else float(i["score"]) for i in items])
     out = []
     for item, pct in zip(items, scaled, strict=True):
         path = str(item.get("path", ""))
@@ -307,8 +317,11 @@ def rank_views(summary: Mapping[str, Any], ranking: Sequence[Mapping[str, Any]])
     return tuple(out)
 
 
-def log_windows(summary: Mapping[str, Any], focus: int | None = None) -> list[tuple[int, int]]:
-    """Log line ranges a page shows: the failure, the matched lines, and ``focus``; merged, capped."""
+def log_windows(
+    summary: Mapping[str, Any], focus: int | None = None, new_lines: Sequence[int] = ()
+) -> list[tuple[int, int]]:
+    """Log line ranges a page shows: the failure, the lines only failures print (``new_lines``),
+    the matched lines, and ``focus``; merged, capped."""
     total = int(summary["log"]["lines"])
     if total == 0:
         return []
@@ -320,6 +333,7 @@ def log_windows(summary: Mapping[str, Any], focus: int | None = None) -> list[tu
         wanted.append((int(error[0]) - ERROR_CONTEXT_BEFORE, int(error[1]) + LOG_CONTEXT))
     for n in summary["error"].get("log_frame_lines") or ():
         wanted.append((int(n) - 1, int(n) + 1))
+    wanted.extend((n, n) for n in list(new_lines)[:MAX_NEW_LINES])
     anchors = sorted({int(s["matches"][0][0]) for s in summary["statements"] if s["matches"]})
     for n in anchors[:MAX_ANCHORS]:
         wanted.append((n - LOG_CONTEXT, n + LOG_CONTEXT))
@@ -343,8 +357,12 @@ def log_windows(summary: Mapping[str, Any], focus: int | None = None) -> list[tu
     return merged
 
 
-def log_rows(summary: Mapping[str, Any], lines: Sequence[LogLine]) -> list[LogRow]:
-    """The log lines read from the store, with what they matched and whether they tell the error."""
+def log_rows(
+    summary: Mapping[str, Any], lines: Sequence[LogLine], new_lines: Collection[int] = ()
+) -> list[LogRow]:
+    """The log lines read from the store, with what they matched, whether they tell the error and
+    whether only failures print them."""
+    new = set(new_lines)
     files = _file_index(summary)
     statements = summary["statements"]
     error = summary["error"].get("log_lines")
@@ -370,6 +388,7 @@ def log_rows(summary: Mapping[str, Any], lines: Sequence[LogLine]) -> list[LogRo
                 unique=len(targets) == 1,
                 error=in_error or line.number in frame_lines,
                 frame=frames.get(line.number),
+                new=line.number in new,
             )
         )
     return rows
@@ -394,8 +413,10 @@ def failure_view(
     ranking: Sequence[Mapping[str, Any]],
     lines: Sequence[LogLine] = (),
     marked: Collection[Loc] = (),
+    new_lines: Sequence[int] = (),
 ) -> FailureView:
-    """Everything the failure page shows; ``lines`` are the stored log lines of ``log_windows``."""
+    """Everything the failure page shows; ``lines`` are the stored log lines of ``log_windows``;
+    ``new_lines`` those no passing run of the test printed (the triage's history says which)."""
     logs = _log_infos(summary)
     frame_list = _frames(summary)
     frames = dict(frame_list)
@@ -455,6 +476,8 @@ def failure_view(
         )
     error = summary["error"].get("log_lines")
     log = summary["log"]
+    rows = log_rows(summary, lines, new_lines)
+    first = next((f.index for f in files if ranks and f.path == ranks[0].path), None)
     return FailureView(
         variant=summary["variant"],
         level=summary.get("level", ""),
@@ -468,6 +491,9 @@ def failure_view(
         log_messages=int(log["messages"]),
         log_matched=int(log.get("matched_lines", 0)),
         log_statements=len(summary["statements"]),
-        log=with_gaps(log_rows(summary, lines), int(log["lines"])),
+        log=with_gaps(rows, int(log["lines"])),
         warnings=tuple(summary.get("warnings") or ()),
+        new_lines=tuple(new_lines),
+        new_rows=tuple(r for r in rows if r.new),
+        first_file=first,
     )

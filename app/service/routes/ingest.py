@@ -16,6 +16,8 @@ import json
 import logging
 import tempfile
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -34,7 +36,9 @@ from app.ingest import FORMATS as RESULT_FORMATS
 from app.ingest import IngestError, Results, merge, parse_bytes, read_folder
 from app.ingest.archive import extract, is_archive, safe_name
 from app.ingest.base import TestRun
+from app.ingest.job import Job, digest
 from app.ingest.resolve import Checkout
+from app.launch import record_launch, run_records
 from app.localize.result import TriageResult
 from app.options import TriageOptions, resolve_options
 from app.service.dashboard.auth import KeyedRoute
@@ -45,8 +49,11 @@ from app.service.routes.triage import ERRORS, MAX_ID
 from app.service.schemas import OptionsIn
 from app.service.views import triage_view
 from app.settings import Settings
-from app.store.history import HistoryStore, records_from_ci
+from app.store.history import HistoryStore
 from app.store.ingests import CiRunStore
+from app.store.jobs import job_started
+from app.store.labels import LabelStore
+from app.store.launches import LaunchStore
 from app.store.record import SNAPSHOT_KEY
 from app.store.store import Submission
 from app.triage import check_options
@@ -72,7 +79,15 @@ _ACCEPT = {
     "text/plain": "text",
 }
 OPTION_FIELDS = tuple(sorted(OptionsIn.model_fields))  # as POST /v1/triage takes them
+JOB_FIELDS = ("job_url", "commit", "pipeline", "job_id", "started_at")  # the CI job (app.ingest.job)
 MAX_SCRIPTS = 10_000
+_JOB_DOC: dict[str, Any] = {  # the CI job the results came from (app.ingest.job); none is required
+    "job_url": {"type": "string", "description": "the job's http(s) URL"},
+    "commit": {"type": "string"},
+    "pipeline": {"type": "string", "description": "with job_id: the job's identity"},
+    "job_id": {"type": "string"},
+    "started_at": {"type": "string", "format": "date-time"},
+}
 _BODY_DOC = {
     "requestBody": {
         "required": True,
@@ -101,6 +116,7 @@ _BODY_DOC = {
                         "k": {"type": "integer"},
                         "trace": {"type": "string"},
                         "ranker": {"type": "string"},
+                        **_JOB_DOC,
                     },
                 }
             },
@@ -121,6 +137,7 @@ _BODY_DOC = {
                         },
                         "root": {"type": "string"},
                         "format": {"type": "string"},
+                        **_JOB_DOC,
                     },
                 }
             },
@@ -157,37 +174,65 @@ async def ingest(
                 fields = _json_fields(await request.body(), work, runtime.settings)
             else:
                 raise _Bad(415, f"unsupported content type {media!r}: send JSON or multipart")
-            options = _options(fields, runtime.settings)
-            results = await asyncio.to_thread(_results, fields, work)
-            root = _root(work / "checkout", fields.get("root"))
-            checkout = await asyncio.to_thread(Checkout.scan, root)
         except _Bad as exc:
             raise HTTPException(exc.status, str(exc)) from None
-        except IngestError as exc:
+        except IngestError as exc:  # an archive that cannot be unpacked safely
             raise HTTPException(422, str(exc)) from None
-        try:
-            report = await triage_results(
-                results,
-                checkout,
-                _triager(runtime, options),
-                max_files=runtime.settings.max_files_per_case,
-                max_log_bytes=runtime.settings.max_log_bytes,
-            )
-        except PoolUnavailable as exc:
-            raise HTTPException(503, str(exc), headers={"Retry-After": "5"}) from None
-        source = str(fields.get("name") or "")
-        # passes take their scripts from the checkout, which lives only as long as the work folder
-        records = await asyncio.to_thread(_records, report, source, checkout)
-    report = _count_unresolved(report, records)
-    report, run_id = await asyncio.to_thread(_store, runtime, report, source, records)
+        report, run_id = await ingest_fields(runtime, fields, work)
     if out_format == "json":
         body = report.to_dict()
         body["id"] = run_id
         body["dashboard"] = f"/ingests/{run_id}"
+        if report.launch_id is not None:
+            body["launch"] = f"/launches/{report.launch_id}"
         return JSONResponse(body, headers={"Location": f"/v1/ingests/{run_id}"})
     return Response(
         emit(report, out_format), media_type=MEDIA[out_format], headers={"Location": f"/v1/ingests/{run_id}"}
     )
+
+
+async def upload_fields(request: Request, work: Path, settings: Settings) -> dict[str, Any]:
+    """A multipart upload's fields (the results file, the checkout archive unpacked under ``work``,
+    the options and job fields), as ``POST /v1/ingest`` reads them; ``HTTPException`` when bad."""
+    try:
+        return await _multipart(request, work, settings)
+    except _Bad as exc:
+        raise HTTPException(exc.status, str(exc)) from None
+    except IngestError as exc:
+        raise HTTPException(422, str(exc)) from None
+
+
+async def ingest_fields(runtime: Runtime, fields: dict[str, Any], work: Path) -> tuple[CiReport, int]:
+    """One CI job's upload, read (``fields``; its scripts under ``work``/checkout): every failed test
+    triaged, the job recorded. The report and the ingest's id; ``HTTPException`` for bad input."""
+    try:
+        options = _options(fields, runtime.settings)
+        job = _job(fields)
+        results = await asyncio.to_thread(_results, fields, work)
+        root = _root(work / "checkout", fields.get("root"))
+        checkout = await asyncio.to_thread(Checkout.scan, root)
+    except _Bad as exc:
+        raise HTTPException(exc.status, str(exc)) from None
+    except IngestError as exc:
+        raise HTTPException(422, str(exc)) from None
+    started = await asyncio.to_thread(job_started, runtime.store, job)
+    # each failure is ranked with the runs recorded before this job, never with later ones
+    options = replace(options, history_before=options.history_before or started.isoformat())
+    try:
+        report = await triage_results(
+            results,
+            checkout,
+            _triager(runtime, options),
+            max_files=runtime.settings.max_files_per_case,
+            max_log_bytes=runtime.settings.max_log_bytes,
+        )
+    except PoolUnavailable as exc:
+        raise HTTPException(503, str(exc), headers={"Retry-After": "5"}) from None
+    source = str(fields.get("name") or "")
+    # passes take their scripts from the checkout, which lives only as long as the work folder
+    records = await asyncio.to_thread(_records, report, job, started, checkout)
+    report = _count_unresolved(report, records)
+    return await asyncio.to_thread(_store, runtime, report, source, job, started, records)
 
 
 @router.get("/v1/ingests/{run_id}", responses=ERRORS)
@@ -249,7 +294,7 @@ def _json_fields(body: bytes, work: Path, settings: Settings) -> dict[str, Any]:
         raise _Bad(422, f"body is not valid JSON: {exc}") from None
     if not isinstance(raw, dict):
         raise _Bad(422, "body must be a JSON object")
-    unknown = set(raw) - {"results", "format", "scripts", "root", *OPTION_FIELDS}
+    unknown = set(raw) - {"results", "format", "scripts", "root", *OPTION_FIELDS, *JOB_FIELDS}
     if unknown:
         raise _Bad(422, f"unknown field(s): {', '.join(sorted(unknown))}")
     results = raw.get("results")
@@ -284,7 +329,7 @@ def _json_fields(body: bytes, work: Path, settings: Settings) -> dict[str, Any]:
             )
         _write_script(checkout, script["path"], script["content"])
     checkout.mkdir(exist_ok=True)
-    fields = {k: raw[k] for k in (*OPTION_FIELDS, "format", "root") if raw.get(k) is not None}
+    fields = {k: raw[k] for k in (*OPTION_FIELDS, *JOB_FIELDS, "format", "root") if raw.get(k) is not None}
     fields.update(name=name, data=data)
     return fields
 
@@ -317,7 +362,7 @@ async def _multipart(request: Request, work: Path, settings: Settings) -> dict[s
         data = await archive.read()
         limit = _checkout_limit(settings)
         await asyncio.to_thread(extract, data, checkout, name=archive.filename or "archive", max_bytes=limit)
-    for key in (*OPTION_FIELDS, "format", "root"):
+    for key in (*OPTION_FIELDS, *JOB_FIELDS, "format", "root"):
         value = form.get(key)
         if isinstance(value, str) and value:
             fields[key] = (
@@ -383,19 +428,31 @@ def _root(checkout: Path, root: Any) -> Path:
     return folder
 
 
-def _records(report: CiReport, source: str, checkout: Checkout) -> list[RunRecord]:
+def _job(fields: Mapping[str, Any]) -> Job:
+    """The CI job the upload names (``job_url``, ``commit``, ``pipeline``, ``job_id``, ``started_at``),
+    known by the digest of its results file when it names no job URL nor job id."""
+    given = {k: fields[k] for k in JOB_FIELDS if fields.get(k) not in (None, "")}
+    bad = [k for k, v in given.items() if not isinstance(v, str)]
+    if bad:
+        raise _Bad(422, f"{', '.join(bad)} must be a string")
+    try:
+        job = Job().given(**given)
+    except ValueError as exc:
+        raise _Bad(422, str(exc)) from None
+    return job.given(digest=digest(fields["data"]), source=str(fields.get("name") or ""))
+
+
+def _records(report: CiReport, job: Job, started: datetime, checkout: Checkout) -> list[RunRecord]:
     """The history records, passes with their scripts; a resolution error never fails the ingest."""
     try:
-        return records_from_ci(report, source, checkout=checkout)
+        return run_records(report, job, started, checkout=checkout)
     except Exception:
         log.exception("passing runs' scripts not resolved; recorded without them")
-        return records_from_ci(report, source)
+        return run_records(report, job, started)
 
 
 def _count_unresolved(report: CiReport, records: list[RunRecord]) -> CiReport:
     """A pass whose script is not found is stored without a trace, never counted in spectra: say so."""
-    from dataclasses import replace
-
     missing = sum(1 for r in records if r.verdict == "pass" and not r.scripts)
     if not missing:
         return report
@@ -427,19 +484,32 @@ def _triager(runtime: Runtime, options: TriageOptions) -> Triager:
     return one
 
 
-def _store(runtime: Runtime, report: CiReport, source: str, records: list[RunRecord]) -> tuple[CiReport, int]:
-    """The run that lists the failed tests' triages (each stored as it was made), then the history."""
+def _store(
+    runtime: Runtime,
+    report: CiReport,
+    source: str,
+    job: Job,
+    started: datetime,
+    records: list[RunRecord],
+) -> tuple[CiReport, int]:
+    """The ingest that lists the failed tests' triages (each stored as it was made), then the job:
+    every test's run in the CI history and its launch, with the known issues among its failures."""
     body = report.to_dict()
     run_id = CiRunStore(runtime.store.engine).create(
         report.format, source, {k: body[k] for k in ("summary", "groups", "warnings")}, body["tests"]
     )
-    _record_history(runtime, records)
-    return report, run_id
-
-
-def _record_history(runtime: Runtime, records: list[RunRecord]) -> None:
-    """Every test's run, passes too, goes to the CI history; a failure here never fails the ingest."""
     try:
-        HistoryStore(runtime.store).add_runs(records)
-    except Exception:
+        recorded = record_launch(
+            report,
+            job,
+            started,
+            records,
+            history=HistoryStore(runtime.store),
+            launches=LaunchStore(runtime.store),
+            labels=LabelStore(runtime.store),
+            ingest_id=run_id,
+        )
+    except Exception:  # the triages are stored and answered either way
         log.exception("ingested runs not recorded in the CI history")
+        return report, run_id
+    return replace(report, known=dict(recorded.known), launch_id=recorded.launch_id), run_id

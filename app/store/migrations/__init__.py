@@ -10,6 +10,8 @@ MODEL_MODULES: tuple[str, ...] = (
     "app.service.dashboard.feedback",
     "app.store.history",
     "app.store.ingests",
+    "app.store.launches",
+    "app.store.labels",
 )
 
 

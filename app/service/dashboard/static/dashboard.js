@@ -84,8 +84,18 @@ function setupTabs() {
     });
     box.insertBefore(list, box.firstChild);
     box.selectFile = function (i) { if (i >= 0 && i < tabs.length) select(i, false); };
-    select(0, false);
+    // the page opens on the file of the first-ranked element, scrolled to it
+    var first = panels.findIndex(function (p) { return p.hasAttribute("data-first-ranked"); });
+    select(first >= 0 ? first : 0, false);
+    if (first >= 0) scrollToLine(panels[first]);
   });
+}
+
+function scrollToLine(panel) {
+  var line = panel.querySelector("#L" + panel.id.slice(5) + "-" + panel.dataset.firstLine);
+  var scroller = panel.querySelector(".scroller");
+  if (!line || !scroller) return;
+  scroller.scrollTop += line.getBoundingClientRect().top - scroller.getBoundingClientRect().top - 24;
 }
 
 function flash(el) {
