@@ -33,6 +33,12 @@ def message(*paragraphs: str) -> str:
     return "\n\n".join(paragraphs)
 
 
+def cut_text(*body: str) -> str | None:
+    """The log cut from a message of these paragraphs under a subject, or None."""
+    cut = find_log(message("fix", *body))
+    return None if cut is None else cut.text
+
+
 def test_traceback_between_prose_is_cut_verbatim() -> None:
     msg = message(
         "tests: fix the expected total",
@@ -241,15 +247,8 @@ def test_demos_and_announced_examples_are_no_failure_log() -> None:
     stdin = 'Traceback (most recent call last):\n  File "<stdin>", line 1, in <module>\nKeyError: 3'
     assert find_log(message("fix", stdin)) is None
     assert find_log(message("fix", "cqlsh> SELECT * FROM ks.t;\nInvalidRequest: Error from server")) is None
-    example = message(
-        "fix",
-        "Example output:",
-        "2024-01-01 10:00:00 ERROR waited: TimeoutError: x",
-        "It failed with:",
-        TRACEBACK,
-    )
-    cut = find_log(example)
-    assert cut is not None and cut.text == TRACEBACK
+    example = ("Example output:", "2024-01-01 10:00:00 ERROR waited: TimeoutError: x", "It failed with:")
+    assert cut_text(*example, TRACEBACK) == TRACEBACK
 
 
 def test_changed_strings_repair_nothing_only_on_message_lines() -> None:
@@ -261,3 +260,191 @@ def test_changed_strings_repair_nothing_only_on_message_lines() -> None:
         fix_nature("-    session.execute('SELECT * FROM t')\n+    session.execute('SELECT * FROM ks.t')\n")
         is None
     )
+
+
+# Logs people pasted into real commit messages (each named by its repository and commit), cut short.
+
+
+def test_pyflakes_codespell_and_prose_bullets_are_no_failure_log() -> None:
+    # ComplianceAsCode/content 7e2938e5ca, 4e9aac1ece; virt-manager ec87485852
+    pyflakes = (
+        "pyflakes:\ntests/unit/ssg-module/test_build_remediations.py:71:5: local variable 'fixes' is "
+        "assigned to but never used"
+    )
+    assert find_log(message("Fix tests/unit", pyflakes)) is None
+    unused = "tests/ssg_test_suite/common.py:435:13: '...'.format(...) has unused named argument(s): x"
+    assert find_log(message("fix: drop unused format params", unused)) is None
+    no_column = "tests/log.py:52: '...'.format(...) has unused arguments"
+    assert find_log(message("tests: no column", no_column)) is None
+    assert find_log(message("spelling", "tests/test_xmlconfig.py:92: ba  ==> by, be")) is None
+    # sonic-swss 5386d7f181: a bullet of the message names a failed test, it pastes no output
+    bullets = "* fix VS test failure for test_crm.py::test_CrmAcl FAILED\n* use the right counter"
+    assert find_log(message("Fix bad parameter for gCrmOrch", bullets)) is None
+    # a bullet of a failed-tests list is still a status line
+    status = find_log(message("fix", "- test_crm.py::test_CrmAcl FAILED"))
+    assert status is not None and status.strength == "status"
+
+
+def test_a_phrase_about_the_fix_hides_only_the_output_it_announces() -> None:
+    earlier = ("With this patch the helper waits for the cart.", "Before it, the test failed with:")
+    assert cut_text(*earlier, TRACEBACK) == TRACEBACK
+    same_paragraph = message("fix", "With this patch the helper waits. Before, it failed with:", TRACEBACK)
+    assert find_log(same_paragraph) is not None
+    new_output = "2024-01-01 10:00:00 ERROR x: KeyError: 'y'"
+    after = message("fix", TRACEBACK, "After this patch the output is:", new_output)
+    cut = find_log(after)
+    assert cut is not None and cut.text == TRACEBACK
+    # openstack/sahara-tests d0afe0fa58: "and example of traceback:" announces the new decorator's output
+    example = (
+        '    Traceback (most recent call last):\n      File "base.py", line 56, in wrapper\n'
+        "    RuntimeError: OOPS"
+    )
+    announced = message("Collect errors", "Here example of results.", "and example of traceback:", example)
+    assert find_log(announced) is None
+
+
+def test_an_ipython_session_is_a_demo_whatever_its_traceback_looks_like() -> None:
+    # redhat-openstack/tobiko e8eb4ff759
+    session = message(
+        "Fixes for podman client",
+        "In [34]: client = podman.Client(uri=uri_via_socat)\n    ...:",
+        "~/test/lib/python3.6/site-packages/varlink/client.py in open_unix()\n"
+        "    511                 s.setblocking(True)\n--> 512                 s.connect(address)",
+        "ConnectionRefusedError: [Errno 111] Connection refused",
+        "This just works:",
+    )
+    assert find_log(session) is None
+    # the same traceback shape with no IPython prompt in the message is no session
+    plain = message("fix", "It failed:", "ConnectionRefusedError: [Errno 111] Connection refused")
+    assert find_log(plain) is not None
+
+
+def test_an_error_pasted_at_the_end_of_prose_is_the_log() -> None:
+    # redhat-openstack/tobiko 67cabfce: the message's continuation after a ':' belongs to it
+    tobiko = message(
+        "fix assert_ovn_containers_running for podified envs",
+        "It didn't expect container names exactly match and due to that the test\n"
+        "fails with certain configuration, making test_ovn_containers_running fail due to:\n"
+        "AssertionError: container states mismatched:\n"
+        "only one running container ovn_controller was expected on node compute-0, but got 2! :",
+        "Change-Id: I41e03bf29462db617f6c2ee2528d58b37396e2e7",
+    )
+    cut = find_log(tobiko)
+    assert cut is not None
+    assert cut.text.startswith("AssertionError: container states mismatched:\nonly one running")
+    assert tobiko.split("\n")[cut.first_line - 1].startswith("AssertionError")
+    # osbuild 280aca8f: a two-line indented excerpt under prose ending in ':'
+    excerpt = "  fcntl.ioctl(self.fd, self.LOOP_SET_FD, fd)\n  ValueError: file descriptor cannot be negative"
+    assert cut_text("usages of the device that would often manifest in CI runs:\n" + excerpt) == excerpt
+    # osbuild 85fe1f1e: a backticked error line; the prose after it stays out
+    backticked = "`PermissionError: [Errno 13] Permission denied: '/run/osbuild'`"
+    assert cut_text(f"Without this, the test fails with:\n{backticked}\nif not run as root.") == backticked
+    # osbuild a3f86a07: podman's "Error: ..." in a fenced block (and the code block before it is no log)
+    podman = (
+        "is broken for nested containers like:\n```\nwith make_container(tmp_path, {}) as base_tag:\n```\n"
+        "It errors with:\n```\nError: 5b947de461ee: image not known\n```"
+    )
+    assert cut_text(podman) == "Error: 5b947de461ee: image not known"
+    # in plain prose "Error: ..." is a sentence, and prose that mentions an error is no log
+    assert find_log(message("fix", "Error: the helper used the wrong name.")) is None
+    assert find_log(message("fix", "The test failed:\nwith a KeyError raised by the helper.")) is None
+
+
+def test_the_cut_keeps_a_log_whole_and_leaves_prose_out() -> None:
+    # linux-nvme/nvme-cli 7d12fdf5ee: Python's caret line is no ~~~ fence
+    nvme = (
+        "    if self.host_behavior_data[4] & cross_namespace_copy:\n"
+        "       ~~~~~~~~~~~~~~~~~~~~~~~~~~~^~~~~~~~~~~~~~~~~~~~~~\n"
+        "TypeError: unsupported operand type(s) for &: 'str' and 'int'"
+    )
+    cut = find_log(message("tests: fix python TypeError errors", "This is to fix the errors below.", nvme))
+    assert cut is not None and cut.text == nvme
+    # SSSD/sssd-test-framework 6dbfe1ed17: a fenced block is output through and through
+    fenced = (
+        "Command #9 exited with return code 255:\n  Command:\n"
+        "    samba-tool group add tgroup --gid-number 1\n  Error output:\n"
+        "    ERROR: Both --gid-number and --nis-domain have to be set"
+    )
+    cut = find_log(message("samba: add nis-domain", "otherwise we get:", f"```\n{fenced}\n```"))
+    assert cut is not None and cut.text == fenced
+    # canonical/checkbox 1f19f8a552: the lead-in prose glued on top is not part of the log
+    glued = "For the record the error was:\nImportError: module encoding not found"
+    cut = find_log(message("pm_test: unset", glued))
+    assert cut is not None and cut.text == "ImportError: module encoding not found"
+
+
+def test_frames_wrapped_with_backslashes_and_quoted() -> None:
+    # scylladb/scylla-cluster-tests b40c948868
+    log = (
+        '    >   File "scylla-cluster-tests/sdcm/cluster_k8s/__init__.py", \\\n'
+        "    >       line 2130, in wait_for_nodes_up_and_normal\n"
+        "    >     self.wait_for_pods_readiness(\\\n"
+        "    >       pods_to_wait=len(nodes), total_pods=len(self.nodes))\n"
+        "    > TypeError: object of type 'NoneType' has no len()"
+    )
+    (frame,) = log_frames(log)
+    assert (frame.path, frame.line, frame.function) == (
+        "scylla-cluster-tests/sdcm/cluster_k8s/__init__.py",
+        2130,
+        "wait_for_nodes_up_and_normal",
+    )
+    assert frame.code is not None and "".join(frame.code.split()) == (
+        "self.wait_for_pods_readiness(pods_to_wait=len(nodes),total_pods=len(self.nodes))"
+    )
+    # scylla-cluster-tests dfab900a66: a header wrapped over two lines keeps the code printed under it
+    wrapped = (
+        'File "/home/ubuntu/sct/sdcm/remote/base.py",\n    line 231, in submit_line\n'
+        '      self.log.debug("<%s>: " + line, self.hostname)\nMessage: x'
+    )
+    (frame,) = log_frames(wrapped)
+    assert (frame.line, frame.code) == (231, 'self.log.debug("<%s>: " + line, self.hostname)')
+
+
+def test_grade_names_a_log_from_another_version_and_checks_helpers_too() -> None:
+    faulty = {"tests/test_cart.py": "\n" * 11 + "    assert cart.total() == expected\n"}
+    # the frame's code is 24 lines away (scylla-cluster-tests b40c948868): another version
+    moved = {"tests/test_cart.py": "\n" * 35 + "    assert cart.total() == expected\n"}
+    g = grade(_facts(TRACEBACK, moved, changed_lines=2))
+    assert g.other_version is not None and "24 lines away" in g.other_version
+    assert g.confidence == "low"
+    # a helper the frames name (a context file) is checked like the fixed files
+    log = TRACEBACK.replace(
+        "AssertionError",
+        '  File "/home/ci/src/tests/helpers.py", line 3, in total\n    return sum(x)\nAssertionError',
+    )
+    helper = {"tests/helpers.py": "def total(x):\n    return len(x)\n"}
+    cut = find_log("fix\n\n" + log)
+    assert cut is not None
+    g = grade(FixFacts(cut, log_frames(cut.text), faulty, faulty_count=1, context_files=helper))
+    # one frame matches and one does not: kept, low, with the reason
+    assert g.other_version is None and g.confidence == "low"
+    said = "the log comes from another version: "
+    said += "tests/helpers.py:3 prints code that is not in the faulty version"
+    assert said in g.reasons
+    g = grade(FixFacts(cut, log_frames(cut.text), faulty, faulty_count=1))
+    assert g.other_version is None and g.confidence == "high", g.reasons
+
+
+def test_grade_flags_logs_that_were_only_logged_and_expected_failures() -> None:
+    # openstack/rally-openstack 0c01e067d5
+    msg = (
+        "Use real credentials object at sahara tests\n\nFakeDict doesn't have all attributes of Credentials "
+        "object and produces\nbad log message:\n\n"
+        "   AttributeError: 'FakeDict' object has no attribute 'insecure'"
+    )
+    cut = find_log(msg)
+    assert cut is not None
+    faulty = {"tests/unit/test_sahara.py": "fake = FakeDict()\n"}
+    g = grade(FixFacts(cut, (), faulty, faulty_count=1, changed_lines=4, message=msg))
+    assert "the message says the error was only logged, not that the test failed" in g.reasons
+    assert g.confidence == "low"
+    # stratis-storage/stratis-cli 0902bbe462
+    assert fix_nature("+@unittest.expectedFailure\n") == "the fix only skips or expects the failure"
+    conditional = "+    if os.getuid() != 0:\n+        pytest.skip('needs root')\n"
+    assert fix_nature(conditional) == "the fix only skips or expects the failure"
+
+
+def test_a_test_runner_at_the_top_of_the_repository_is_test_code() -> None:
+    # scylladb's test.py runs its test suites
+    assert is_test_path("test.py") and is_test_path("conftest.py") and is_test_path("test_x.py")
+    assert not is_test_path("setup.py") and not is_test_path("src/test.py")
