@@ -59,7 +59,8 @@ _TRAILER = re.compile(
 # Lint, type-checker and compiler-warning reports cite ``path.py:N`` like tracebacks do but are no
 # test run: flake8/ruff/pycodestyle ``x.py:3:1: E303``, pyflakes ``x.py:3:1: 'x' imported but unused``
 # (a column: no traceback or pytest location prints one), pylint ``W0611:`` or ``************* Module``,
-# mypy ``x.py:3: error: ... [code]``, codespell ``x.py:3: teh ==> the``, a tool's name as a header.
+# mypy ``x.py:3: error: ... [code]``, codespell ``x.py:3: teh ==> the``, a tool's name as a header; static
+# analysers of C (Coverity/covscan ``Error: CLANG_WARNING:``, ``(CWE-457)``, ``#  321|->``) and compilers.
 _LINT = re.compile(
     r"\.py:\d+:\d+:?\s+[A-Z]{1,3}\d{2,4}\b|\.py:\d+(?::\d+)?: (?:error|note|warning): |^\W*\*{5,} Module \S"
     r"|\b[CRWEF]\d{4}(?:\(|:)|\b[CRWEF]\d{4}\s*:?\s*\d+,\d+:"
@@ -69,6 +70,7 @@ _LINT = re.compile(
     r"|f-string is missing placeholders)"
     r"|:\d+: \S+\s+==>\s+\S"
     r"|^\W*(?:pyflakes|flake8|pylint|pycodestyle|pep8|codespell|mypy|ruff|pyright|bandit)\w*\s*:?\s*$"
+    r"|\(CWE-\d+\)|^\W*Error: [A-Z][A-Z_]+:|^\s*#\s*\d*\|(?:->)? |\.(?:c|h|cc|cpp|cxx|hpp):\d+(?::\d+)?: \w+"
 )
 _WARNING = re.compile(r"\.py:\d+: \w*Warning\b|^\W*\w*Warning: ")
 # Prose that introduces the output of the fixed version, or an example: the log right after it is not the
@@ -111,7 +113,7 @@ class LogCut:
         """``traceback`` (frames), ``error`` (an error line, no frames) or ``status`` (a status line only)."""
         if {"traceback", "frame", "pytest_loc"} & self.markers:
             return "traceback"
-        if {"pytest_e", "exception", "timestamped_error"} & self.markers:
+        if {"pytest_e", "exception", "timestamped_error", "cli_error"} & self.markers:
             return "error"
         return "status"
 
@@ -324,9 +326,11 @@ def _code_under(lines: Sequence[str], frame: Frame) -> str | None:
     if not 0 <= at < len(lines) or 'File "' not in lines[at]:
         return None
     number = re.compile(rf"\bline {frame.line}\b")
+    prefix = lines[at][: lines[at].index('File "')].rstrip()  # a runner's mark on every line (pytest's ``E``)
     for j in range(at, min(at + 3, len(lines) - 1)):
         if number.search(lines[j]):
-            code = lines[j + 1].strip(_QUOTE_MARKS)
+            code = lines[j + 1]
+            code = (code[len(prefix) :] if prefix and code.startswith(prefix) else code).strip(_QUOTE_MARKS)
             if code and not re.match(r"File \"|Traceback|\w+(?:\.\w+)*: |\^+$", code):
                 return code
             return None
@@ -505,7 +509,7 @@ def _unquoted(code: str) -> str:
 class Grade:
     confidence: str  # high, medium, low
     reasons: tuple[str, ...]
-    other_version: str | None = None  # why the log comes from another version than the faulty one
+    other_version: str | None = None  # why the log plainly comes from another version than the faulty one
 
 
 @dataclass(frozen=True)
@@ -569,10 +573,11 @@ def grade(facts: FixFacts) -> Grade:
         score += 2 if good else -2 if not evidence.matched else 0
     other_version: str | None = None
     if evidence.other:
+        # code more than a few lines away: low, for a person to judge; code or lines the file lacks: dropped
         score -= 6
         other = "the log comes from another version: " + "; ".join(evidence.other[:3])
         reasons.append(other)
-        if not evidence.matched:
+        if evidence.absent and not evidence.matched:
             other_version = other
     added = message_added_by_fix(facts.log.text, facts.diff, files.values())
     if (evidence.fixed and not evidence.matched) or (added is not None and not evidence.faulty_only):

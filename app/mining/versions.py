@@ -30,7 +30,13 @@ class FrameEvidence:
     faulty_only: int = 0  # of those, frames that the fixed version does not match (the fix changed them)
     unprinted: int = 0  # frames without printed code whose line and function the faulty version holds
     fixed: int = 0  # frames that match the fixed version but not the faulty one
-    other: tuple[str, ...] = ()  # frames that contradict the faulty version, each said in words
+    far: tuple[str, ...] = ()  # frames whose printed code the faulty version holds more than SKEW lines away
+    absent: tuple[str, ...] = ()  # frames past the file's end, or printing code or a function it lacks
+
+    @property
+    def other(self) -> tuple[str, ...]:
+        """The frames that contradict the faulty version, each said in words."""
+        return self.far + self.absent
 
     @property
     def checked(self) -> int:
@@ -76,7 +82,8 @@ def frame_evidence(
     fixed_files = fixed_files or {}
     names = list(files)
     matched = skewed = faulty_only = unprinted = fixed = 0
-    other: list[str] = []
+    far: list[str] = []
+    absent: list[str] = []
     for frame in frames:
         path = match_script_path(frame.path, names)
         if path is None or folder_conflict(frame.path, path) is not None:
@@ -95,22 +102,24 @@ def frame_evidence(
             if d_fixed is not None and d_fixed <= SKEW:
                 fixed += 1
             elif d is not None:
-                other.append(f"{where} prints code that is {d} lines away in the faulty version")
+                far.append(f"{where} prints code that is {d} lines away in the faulty version")
             elif frame.line > len(lines):
-                other.append(f"{where} is past the end of the file ({len(lines)} lines)")
+                absent.append(f"{where} is past the end of the file ({len(lines)} lines)")
             else:
-                other.append(f"{where} prints code that is not in the faulty version")
+                absent.append(f"{where} prints code that is not in the faulty version")
         elif frame.line > len(lines):
-            other.append(f"{where} is past the end of the file ({len(lines)} lines)")
+            absent.append(f"{where} is past the end of the file ({len(lines)} lines)")
         elif (
             frame.function
             and _IDENTIFIER.fullmatch(frame.function)
             and not re.search(rf"\b(?:def|class)\s+{re.escape(frame.function)}\b", files[path])
         ):
-            other.append(f"{where} names a function {frame.function} that the faulty version does not define")
+            absent.append(
+                f"{where} names a function {frame.function} that the faulty version does not define"
+            )
         else:
             unprinted += 1
-    return FrameEvidence(matched, skewed, faulty_only, unprinted, fixed, tuple(other))
+    return FrameEvidence(matched, skewed, faulty_only, unprinted, fixed, tuple(far), tuple(absent))
 
 
 # statements whose strings are what a run prints: a raised or asserted message, a failure, a log line

@@ -402,11 +402,18 @@ def test_frames_wrapped_with_backslashes_and_quoted() -> None:
 
 def test_grade_names_a_log_from_another_version_and_checks_helpers_too() -> None:
     faulty = {"tests/test_cart.py": "\n" * 11 + "    assert cart.total() == expected\n"}
-    # the frame's code is 24 lines away (scylla-cluster-tests b40c948868): another version
+    # the frame's code is 24 lines away (scylla-cluster-tests b40c948868): another version, kept low for a
+    # person to judge; a line past the end of the file: dropped
     moved = {"tests/test_cart.py": "\n" * 35 + "    assert cart.total() == expected\n"}
     g = grade(_facts(TRACEBACK, moved, changed_lines=2))
-    assert g.other_version is not None and "24 lines away" in g.other_version
-    assert g.confidence == "low"
+    said = "the log comes from another version: tests/test_cart.py:12 prints code that is 24 lines away"
+    assert g.other_version is None and g.confidence == "low" and said + " in the faulty version" in g.reasons
+    short = {"tests/test_cart.py": "x = 1\n"}
+    g = grade(_facts(TRACEBACK, short, changed_lines=2))
+    assert (
+        g.other_version
+        == "the log comes from another version: tests/test_cart.py:12 is past the end of the file (2 lines)"
+    )
     # a helper the frames name (a context file) is checked like the fixed files
     log = TRACEBACK.replace(
         "AssertionError",
@@ -448,3 +455,27 @@ def test_a_test_runner_at_the_top_of_the_repository_is_test_code() -> None:
     # scylladb's test.py runs its test suites
     assert is_test_path("test.py") and is_test_path("conftest.py") and is_test_path("test_x.py")
     assert not is_test_path("setup.py") and not is_test_path("src/test.py")
+
+
+def test_frames_under_a_runner_prefix_print_their_code() -> None:
+    # SSSD/sssd 0610618bbf: pytest's E before a SyntaxError's frame and the code under it
+    log = (
+        'E     File "/home/build/sssd/src/tests/intg/test_pam_responder.py", line 647\n'
+        'E       assert err.find("pam_authenticate for user [auth_only\\user1]: " +\n'
+        "E                      ^\n"
+        "E   SyntaxError: (unicode error) 'unicodeescape' codec can't decode bytes: truncated \\uXXXX escape"
+    )
+    (frame,) = log_frames(log)
+    assert frame.code == 'assert err.find("pam_authenticate for user [auth_only\\user1]: " +'
+
+
+def test_static_analysis_reports_are_no_failure_log() -> None:
+    # SSSD/sssd cca54fd89a: a covscan report in a fenced block
+    covscan = (
+        "Fixes following warnings:\n```\nError: UNINIT (CWE-457):\n"
+        'src/responder/kcm/kcmsrv_ccache.c:285: var_decl: Declaring variable "ret" without initializer.\n'
+        " #  323|->     return ret;\n```"
+    )
+    assert cut_text(covscan) is None
+    clang = "```\nError: CLANG_WARNING:\nsrc/p11.c:348:9: warning: Value stored to 'ret' is never read\n```"
+    assert cut_text(clang) is None

@@ -40,8 +40,10 @@ def test_frames_from_another_version_say_how() -> None:
     absent = frame(8, "return len(nodes) + 1")
     ev = frame_evidence([far, past, absent], FILES)
     assert ev.matched == 0
-    assert ev.other == (
+    assert ev.far == (
         f"sdcm/cluster.py:{7 + SKEW + 1} prints code that is {SKEW + 1} lines away in the faulty version",
+    )
+    assert ev.absent == (
         "sdcm/cluster.py:40 is past the end of the file (12 lines)",
         "sdcm/cluster.py:8 prints code that is not in the faulty version",
     )
