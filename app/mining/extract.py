@@ -96,6 +96,7 @@ _IPYTHON_PROMPT = re.compile(r"^\s*In \[\d+\]:", re.MULTILINE)
 _IPYTHON_TRACEBACK = re.compile(r"^\s*-*-> ?\d+\b|\.py in [\w<>]+\(|^\s*Out\[\d+\]:")
 # A bullet of prose (``* fix VS test failure for test_x.py::test_y FAILED``): a status word there is prose
 _BULLET = re.compile(r"^\s*[*\u2022-]\s+[a-z]+\s+[A-Za-z]")
+_BARE_NAME = re.compile(r"[A-Za-z_][\w.]*\s*")
 _PASSED_RUN = re.compile(r"\b\d+ passed\b|^\s*OK\s*(?:\(|$)")
 _FAILED_RUN = re.compile(r"\b\d+ (?:failed|errors?)\b|\bFAILED\b|Traceback")
 
@@ -129,6 +130,8 @@ def _line_kinds(line: str) -> set[str]:
         kinds.discard("level")
     if kinds and kinds <= {"status", "level", "section"} and _BULLET.match(line):
         return set()
+    if kinds == {"exception"} and _BARE_NAME.fullmatch(line):
+        return set()  # a name alone on a line of prose (a subject wrapped onto the body) is no error line
     return kinds
 
 

@@ -479,3 +479,9 @@ def test_static_analysis_reports_are_no_failure_log() -> None:
     assert cut_text(covscan) is None
     clang = "```\nError: CLANG_WARNING:\nsrc/p11.c:348:9: warning: Value stored to 'ret' is never read\n```"
     assert cut_text(clang) is None
+
+
+def test_an_exception_name_alone_in_prose_is_no_log() -> None:
+    # pulp/pulpcore 2fb461cb8b: the subject wrapped onto the body
+    assert find_log("Removed OperationFailed exception; it's redundant with\nPulpExecutionException") is None
+    assert cut_text("It failed with:", "    asyncio.exceptions.CancelledError") is not None
