@@ -334,9 +334,13 @@ def _code_under(lines: Sequence[str], frame: Frame) -> str | None:
         if number.search(lines[j]):
             code = lines[j + 1]
             code = (code[len(prefix) :] if prefix and code.startswith(prefix) else code).strip(_QUOTE_MARKS)
-            if code and not re.match(r"File \"|Traceback|\w+(?:\.\w+)*: |\^+$", code):
+            if (
+                code
+                and not re.match(r"File \"|Traceback|\w+(?:\.\w+)*: |\^+$", code)
+                and not _TIMESTAMP.search(code)
+            ):
                 return code
-            return None
+            return None  # a log line's prefix wrapped apart from its text, or no code: nothing printed
     return None
 
 

@@ -467,6 +467,14 @@ def test_frames_under_a_runner_prefix_print_their_code() -> None:
     )
     (frame,) = log_frames(log)
     assert frame.code == 'assert err.find("pam_authenticate for user [auth_only\\user1]: " +'
+    # openstack/rally-openstack 2a36f6554e: a logger's prefix wrapped onto a line of its own is no code
+    prefixed = (
+        "2018-12-20 11:31:56.827 32486 ERROR rally.task.hook\n"
+        '   File "/opt/stack/rally-openstack/rally_openstack/hook/fault_injection.py",\n'
+        "   line 61, in get_cloud_config\n2018-12-20 11:31:56.827 32486 ERROR rally.task.hook\n"
+        '   if deployment_config["type"] != "ExistingCloud":'
+    )
+    assert [(f.line, f.code) for f in log_frames(prefixed)] == [(61, None)]
 
 
 def test_static_analysis_reports_are_no_failure_log() -> None:
