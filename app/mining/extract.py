@@ -74,19 +74,23 @@ _LINT = re.compile(
 )
 _WARNING = re.compile(r"\.py:\d+: \w*Warning\b|^\W*\w*Warning: ")
 # Prose that introduces the output of the fixed version, or an example: the log right after it is not the
-# failure. Read in the last sentence of the prose right before a log ("With this patch X works. Before, it
-# failed with:" quotes the failure) ...
+# failure. Read in the last sentence of the prose right before a log, where it introduces what follows (ends
+# in ``:``, or is a few words): "With this patch X works. Before, it failed with:" quotes the failure, and
+# "Now it is possible to select ports by network" describes the change ...
 _AFTER_FIX = re.compile(
     r"(?i)\b(?:after (?:this|the) (?:fix|change|patch|commit)|with (?:this|the) (?:fix|change|patch|commit)"
     r"|this (?:fix|change|patch|commit) (?:makes|gives|shows)|now (?:it|we get|the output|the test|they)"
-    r"|fixed output|new output|will look like|instead it|example (?:output|results)|output looks like"
-    r"|looks like this|should look like|test results|if this times out|examples? of)\b|^\W*(?:now|after)\W*$"
+    r"|instead it|output looks like|looks like this|test results|if this times out)\b|^\W*(?:now|after)\W*$"
 )
-# ... except phrases that announce the new output or an example, anywhere in that prose.
+_INTRODUCES = re.compile(r":\s*$|^\W*(?:\S+\s+){0,5}\S+\W*$")
+# ... and phrases that announce the new output or an example anywhere in that prose ("an example of such a
+# failure" quotes the failure).
 _NEW_OUTPUT = re.compile(
     r"(?i)\b(?:(?:after|with) (?:this|the) (?:fix|change|patch|commit),? the (?:\w+ )?(?:output|log|result)s?"
     r" (?:is|are|looks?|becomes?|reads?)|fixed output|new output|will look like|should look like"
-    r"|examples? of|here(?:'s| is)? (?:an? )?example)\b"
+    r"|example (?:output|results)|here(?:'s| is)? (?:an? )?example"
+    r"|examples? of(?! (?:(?:such|the|this|that|a|an|one|these|those|as)\s+)*"
+    r"(?:failure|error|issue|problem|crash|fault|bug)s?\b))\b"
 )
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
 _REPL = re.compile(r"^\s*(?:>>>|In \[\d+\]:|cqlsh(?::\w+)?>)|File \"<(?:stdin|string)>\"")
@@ -130,8 +134,6 @@ def _line_kinds(line: str) -> set[str]:
         kinds.discard("level")
     if kinds and kinds <= {"status", "level", "section"} and _BULLET.match(line):
         return set()
-    if kinds == {"exception"} and _BARE_NAME.fullmatch(line):
-        return set()  # a name alone on a line of prose (a subject wrapped onto the body) is no error line
     return kinds
 
 
@@ -173,6 +175,13 @@ def _is_repl(lines: Sequence[str], ipython: bool) -> bool:
 
 def _is_log_paragraph(lines: Sequence[str], fenced: bool) -> tuple[bool, set[str]]:
     kinds_per_line = [_line_kinds(line) for line in lines]
+    if (
+        len(lines) == 1
+        and not fenced
+        and kinds_per_line[0] == {"exception"}
+        and _BARE_NAME.fullmatch(lines[0])
+    ):
+        return False, set()  # a name alone in a paragraph of prose (a subject wrapped onto the body)
     if not fenced and not all(_indented_or_quoted(line, loose=True) for line in lines):
         # a tool's ``Error: ...`` is a log line only where pasted as output (fenced or indented)
         kinds_per_line = [k - {"cli_error"} for k in kinds_per_line]
@@ -247,7 +256,8 @@ def _announces(prose: Sequence[str]) -> bool:
     text = " ".join(line.strip() for line in prose if line.strip())
     if not text:
         return False
-    return bool(_NEW_OUTPUT.search(text) or _AFTER_FIX.search(_SENTENCE_END.split(text)[-1]))
+    last = _SENTENCE_END.split(text)[-1]
+    return bool(_NEW_OUTPUT.search(text) or (_AFTER_FIX.search(last) and _INTRODUCES.search(last)))
 
 
 def find_log(message: str) -> LogCut | None:

@@ -13,7 +13,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from app.analysis.logparse import match_script_path
-from app.analysis.logparse.frames import folder_conflict
 from app.analysis.model import Frame
 
 SKEW = 5  # lines a frame may be off by and still come from the faulty version (a local edit, a rebase)
@@ -72,6 +71,18 @@ def _distance(lines: Sequence[str], line: int, code: str) -> int | None:
     return best
 
 
+def _diverge(printed: str, path: str) -> bool:
+    """Whether a printed path and a case's path part at a folder above their common end: pytest's
+    ``site-packages/_pytest/config/__init__.py`` is not the case's ``robottelo/config/__init__.py``
+    (a checkout's own folders above the case's whole path are fine)."""
+    a = [c for c in printed.replace("\\", "/").split("/") if c and c != "."]
+    b = [c for c in path.split("/") if c]
+    common = 0
+    while common < min(len(a), len(b)) and a[-1 - common] == b[-1 - common]:
+        common += 1
+    return common < len(a) and common < len(b)
+
+
 def frame_evidence(
     frames: Iterable[Frame], files: Mapping[str, str], fixed_files: Mapping[str, str] | None = None
 ) -> FrameEvidence:
@@ -86,7 +97,7 @@ def frame_evidence(
     absent: list[str] = []
     for frame in frames:
         path = match_script_path(frame.path, names)
-        if path is None or folder_conflict(frame.path, path) is not None:
+        if path is None or _diverge(frame.path, path):
             continue  # another file of the same name, maybe
         lines = files[path].split("\n")
         where = f"{path}:{frame.line}"

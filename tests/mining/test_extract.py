@@ -493,3 +493,14 @@ def test_an_exception_name_alone_in_prose_is_no_log() -> None:
     # pulp/pulpcore 2fb461cb8b: the subject wrapped onto the body
     assert find_log("Removed OperationFailed exception; it's redundant with\nPulpExecutionException") is None
     assert cut_text("It failed with:", "    asyncio.exceptions.CancelledError") is not None
+
+
+def test_prose_about_the_change_or_a_failure_example_does_not_hide_the_log() -> None:
+    # avocado 27029ff43e: "One example of such a failure:" quotes the failure
+    assert cut_text("One example of such as failure:", TRACEBACK) == TRACEBACK
+    # nfv-tempest-plugin c46b5fd7f7: prose on the change glued on top of the traceback
+    glued = "Now it is possible to select ports either with vnic type or with\nnetwork_id\n" + TRACEBACK
+    assert cut_text(glued) == TRACEBACK
+    # ManageIQ integration_tests 8dd5b824a3: a bare exception name inside a pasted log is part of it
+    widget = "/ci/widgetastic/widget/base.py:1199: AttributeError\nAttributeError\nb'This is not an instance'"
+    assert cut_text("Recent changes broke the dashboard tests:", widget) == widget

@@ -105,3 +105,14 @@ def test_a_message_only_the_fix_adds_marks_the_fixed_version_output() -> None:
     assert message_added_by_fix(quoted, FIX, []) is None
     assert message_added_by_fix("E   + the service answered with an error", FIX, []) is None
     assert message_added_by_fix("the service answered with an error", FIX, []) is None
+
+
+def test_a_library_file_that_shares_the_case_files_end_is_another_file() -> None:
+    # SatelliteQE/robottelo 44bcec041f: pytest's own config/__init__.py is not robottelo/config/__init__.py
+    files = {"robottelo/config/__init__.py": "import os\n"}
+    pytest_frame = frame(
+        1229, "self.pluginmanager.load()", path="/usr/lib/python3.11/site-packages/_pytest/config/__init__.py"
+    )
+    assert frame_evidence([pytest_frame], files).checked == 0
+    checkout = frame(1, "import os", path="/root/robottelo/config/__init__.py")
+    assert frame_evidence([checkout], files).matched == 1
