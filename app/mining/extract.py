@@ -264,7 +264,8 @@ def find_log(message: str) -> LogCut | None:
     """The failure log pasted into a commit message, verbatim, or None when it holds none."""
     lines, offset = _body_lines(message)
     ipython = bool(_IPYTHON_PROMPT.search(message))
-    runs: list[tuple[int, int, set[str]]] = []  # joined log paragraphs: start, end, markers
+    # joined log paragraphs: their pieces (start, end; a fence between two makes two) and markers
+    runs: list[tuple[list[tuple[int, int]], set[str]]] = []
     skipping = False  # an announced example, the fixed version's output or a REPL session's: skip it all
     prose: Sequence[str] = ()  # the prose paragraph right before this one
     for start, end, fenced in _paragraphs(lines):
@@ -272,7 +273,8 @@ def find_log(message: str) -> LogCut | None:
             skipping, prose = True, ()
             continue
         ok, kinds = _is_log_paragraph(lines[start:end], fenced)
-        follows = runs and all(not lines[i].strip() for i in range(runs[-1][1], start))
+        last = runs[-1][0][-1][1] if runs else 0
+        follows = runs and all(not lines[i].strip() for i in range(last, start))
         if not ok and follows and all(_indented_or_quoted(line) for line in lines[start:end]):
             ok = True  # the indented rest of a log
         if not ok:
@@ -290,17 +292,23 @@ def find_log(message: str) -> LogCut | None:
             skipping, prose = True, ()
             continue
         prose = ()
-        if runs and all(not lines[i].strip() or _FENCE.match(lines[i]) for i in range(runs[-1][1], start)):
-            runs[-1] = (runs[-1][0], end, runs[-1][2] | kinds)
+        last = runs[-1][0][-1][1] if runs else 0
+        gap = range(last, start)
+        if runs and all(not lines[i].strip() for i in gap):
+            runs[-1][0][-1] = (runs[-1][0][-1][0], end)
+            runs[-1][1].update(kinds)
+        elif runs and all(not lines[i].strip() or _FENCE.match(lines[i]) for i in gap):
+            runs[-1][0].append((start, end))  # the next fenced block of the same log: a piece of its own
+            runs[-1][1].update(kinds)
         else:
-            runs.append((start, end, kinds))
-    runs = [r for r in runs if r[2] & STRONG and not _passing(lines[r[0] : r[1]])]
+            runs.append(([(start, end)], set(kinds)))
+    runs = [r for r in runs if r[1] & STRONG and not _passing([x for s, e in r[0] for x in lines[s:e]])]
     if not runs:
         return None
-    chosen = [r for r in runs if "traceback" in r[2] or "frame" in r[2]] or runs
-    text = "\n\n".join("\n".join(lines[s:e]) for s, e, _ in chosen).strip("\n")
-    markers = frozenset(set().union(*(r[2] for r in chosen)) & STRONG)
-    return LogCut(text, markers, chosen[0][0] + offset + 1)
+    chosen = [r for r in runs if "traceback" in r[1] or "frame" in r[1]] or runs
+    text = "\n\n".join("\n".join(lines[s:e]).strip("\n") for pieces, _ in chosen for s, e in pieces)
+    markers = frozenset(set().union(*(r[1] for r in chosen)) & STRONG)
+    return LogCut(text, markers, chosen[0][0][0][0] + offset + 1)
 
 
 _CONTINUED = re.compile(r"\\\s*$")  # a line its writer continued on the next with a backslash

@@ -285,14 +285,17 @@ def mine_commit(
     changed = _changed(git, commit)
     tests: list[str] = []
     product: list[str] = []
+    product_data = False  # a data file outside the tests changed (a schema, a config): product, maybe
     for status, path in changed:
         head = None if path.endswith(".py") or "." in path.rsplit("/", 1)[-1] else git.show(commit.sha, path)
         python = is_python(path, head)
         if python and is_test_path(path, options.paths):
             if not status.startswith("D"):
                 tests.append(path)
-        elif is_test_path(path) or path.endswith(_NOT_CODE):
-            continue  # test code outside the globs mined (a test runner at the root), or no code
+        elif is_test_path(path):
+            continue  # test code outside the globs mined (a test runner at the root)
+        elif path.endswith(_NOT_CODE):
+            product_data = product_data or not path.endswith((".md", ".rst", ".txt"))
         else:
             product.append(path)
     if not tests:
@@ -336,7 +339,7 @@ def mine_commit(
                 context[path] = text
     nature = fix_nature(diff)
     added_tests = re.findall(r"^\+\s*(?:async\s+)?def (test\w*)", diff, re.M)
-    if product and added_tests and all(h.insertions and not h.removed for h in hunks):
+    if (product or product_data) and added_tests and all(h.insertions and not h.removed for h in hunks):
         return None, "the fix changes product code and only adds tests"
     if nature in {"the fix only changes comments or layout", "the fix commits merge-conflict markers"}:
         return None, nature

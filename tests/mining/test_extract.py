@@ -504,3 +504,13 @@ def test_prose_about_the_change_or_a_failure_example_does_not_hide_the_log() -> 
     # ManageIQ integration_tests 8dd5b824a3: a bare exception name inside a pasted log is part of it
     widget = "/ci/widgetastic/widget/base.py:1199: AttributeError\nAttributeError\nb'This is not an instance'"
     assert cut_text("Recent changes broke the dashboard tests:", widget) == widget
+
+
+def test_a_log_in_two_fenced_blocks_is_cut_without_the_fences() -> None:
+    # canonical/cloud-init cdb4644303
+    first = "schema.py[WARNING]: network-config-v1 failed schema validation!"
+    second = "# cloud-init schema --system\nError: Cloud config schema errors: 128 is not of type 'string'"
+    assert (
+        cut_text(f"A config drive produces this:\n```\n{first}\n```\n```\n{second}\n```")
+        == f"{first}\n\n{second}"
+    )

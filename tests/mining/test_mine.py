@@ -199,3 +199,15 @@ def test_licence_titles_win_over_prose_that_names_other_licences() -> None:
         "LGPL-3.0"
     )
     assert licence_text("All rights reserved.") is None
+
+
+def test_a_fix_of_a_product_schema_that_only_adds_tests_is_dropped(repo: Path, tmp_path: Path) -> None:
+    # canonical/cloud-init 5aa9f5645d: the product's JSON schema is fixed, the tests only gain a case
+    commit(repo, {"src/schema.json": '{"type": "object"}\n'}, "schema")
+    added = TEST + "\n\ndef test_schema():\n    assert True\n"
+    commit(
+        repo, {"src/schema.json": '{"type": "array"}\n', "tests/test_cart.py": added}, f"schema: fix\n\n{LOG}"
+    )
+    out = tmp_path / "cases"
+    report = mine(repo, out, MineOptions())
+    assert report.dropped["the fix changes product code and only adds tests"] == 1
