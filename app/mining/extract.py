@@ -134,6 +134,8 @@ def _line_kinds(line: str) -> set[str]:
         kinds.discard("level")
     if kinds and kinds <= {"status", "level", "section"} and _BULLET.match(line):
         return set()
+    if "exception" in kinds and line.lstrip().startswith("`") and not line.rstrip().endswith("`"):
+        kinds.discard("exception")  # inline code in a sentence ("died with `KeyError: 'x'`; then ...")
     return kinds
 
 

@@ -514,3 +514,14 @@ def test_a_log_in_two_fenced_blocks_is_cut_without_the_fences() -> None:
         cut_text(f"A config drive produces this:\n```\n{first}\n```\n```\n{second}\n```")
         == f"{first}\n\n{second}"
     )
+
+
+def test_an_error_named_in_inline_code_of_a_sentence_is_prose() -> None:
+    # scylladb/scylla-cluster-tests 01734bb18f: a bullet's indented continuation names the error
+    bullet = (
+        "  * sct-runner discovery and tagging went through the emulated endpoint\n"
+        "    too, so it found the emulated guests instead of the runner. Their\n"
+        "    DescribeInstances output has no LaunchTime, so enumeration died with\n"
+        "    `KeyError: 'LaunchTime'`; collect-logs never tagged logs_collected"
+    )
+    assert cut_text("Two EC2 calls reach minicloud:", bullet) is None
