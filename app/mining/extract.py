@@ -100,6 +100,8 @@ _IPYTHON_PROMPT = re.compile(r"^\s*In \[\d+\]:", re.MULTILINE)
 _IPYTHON_TRACEBACK = re.compile(r"^\s*-*-> ?\d+\b|\.py in [\w<>]+\(|^\s*Out\[\d+\]:")
 # A bullet of prose (``* fix VS test failure for test_x.py::test_y FAILED``): a status word there is prose
 _BULLET = re.compile(r"^\s*[*\u2022-]\s+[a-z]+\s+[A-Za-z]")
+# what a runner puts before each line of its output (``p:ERROR >``, ``12:01:02 |``)
+_RUNNER_PREFIX = re.compile(r"\S*?[\w\]][ \t]*[>|](?=\s)")
 _BARE_NAME = re.compile(r"[A-Za-z_][\w.]*\s*")
 _PASSED_RUN = re.compile(r"\b\d+ passed\b|^\s*OK\s*(?:\(|$)")
 _FAILED_RUN = re.compile(r"\b\d+ (?:failed|errors?)\b|\bFAILED\b|Traceback")
@@ -219,7 +221,8 @@ def _skip_prose(lines: Sequence[str], start: int, end: int) -> int:
 def _log_tail(lines: Sequence[str], start: int, end: int) -> tuple[int, int] | None:
     """The lines of a log pasted at the end of a prose paragraph, or None: after a line ending in ``:``,
     an indented excerpt holding an error, or an error line (``... fails due to:\nAttributeError: x``)
-    with its message's continuation (after a ``:``, or indented) but not the prose after it."""
+    with its message's continuation (after a ``:``, indented, or under the same runner prefix as the error
+    line: ``p:ERROR >``) but not the prose after it."""
     for i in range(start + 1, end):
         if not lines[i - 1].rstrip().endswith(":"):
             continue
@@ -229,9 +232,12 @@ def _log_tail(lines: Sequence[str], start: int, end: int) -> tuple[int, int] | N
         if excerpt and any(k & _TAIL_START for k in kinds):
             return i, end
         if kinds[0] & _TAIL_START:
+            prefix = _RUNNER_PREFIX.match(rest[0])
             n = 1
             while n < len(rest) and (
-                rest[n - 1].rstrip().endswith(":") or _indented_or_quoted(rest[n], loose=True)
+                rest[n - 1].rstrip().endswith(":")
+                or _indented_or_quoted(rest[n], loose=True)
+                or (prefix is not None and rest[n].startswith(prefix.group()))
             ):
                 n += 1
             return i, i + n

@@ -525,3 +525,13 @@ def test_an_error_named_in_inline_code_of_a_sentence_is_prose() -> None:
         "    `KeyError: 'LaunchTime'`; collect-logs never tagged logs_collected"
     )
     assert cut_text("Two EC2 calls reach minicloud:", bullet) is None
+
+
+def test_a_log_under_a_runner_prefix_keeps_its_lines_after_the_error() -> None:
+    # scylladb/scylla-cluster-tests 1396590179
+    log = (
+        "p:ERROR > sdcm.cluster.NodeSetupFailed: Encountered a bad command exit code!\n"
+        "p:ERROR > Command: 'sudo systemctl stop iptables'\np:ERROR >\n"
+        "p:ERROR > Failed to stop iptables.service: Unit iptables.service not loaded."
+    )
+    assert cut_text("On latest rolling upgrades the job failed with error:\n" + log) == log
