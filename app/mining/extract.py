@@ -89,6 +89,7 @@ _NEW_OUTPUT = re.compile(
     r"(?i)\b(?:(?:after|with) (?:this|the) (?:fix|change|patch|commit),? the (?:\w+ )?(?:output|log|result)s?"
     r" (?:is|are|looks?|becomes?|reads?)|fixed output|new output|will look like|should look like"
     r"|example (?:output|results)|here(?:'s| is)? (?:an? )?example"
+    r"|(?:message|output|log|event|usage) examples?"
     r"|examples? of(?! (?:(?:such|the|this|that|a|an|one|these|those|as)\s+)*"
     r"(?:failure|error|issue|problem|crash|fault|bug)s?\b))\b"
 )

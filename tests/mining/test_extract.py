@@ -535,3 +535,6 @@ def test_a_log_under_a_runner_prefix_keeps_its_lines_after_the_error() -> None:
         "p:ERROR > Failed to stop iptables.service: Unit iptables.service not loaded."
     )
     assert cut_text("On latest rolling upgrades the job failed with error:\n" + log) == log
+    # scylla-cluster-tests bf71a6daa4: "Event message example:" shows what the change prints
+    event = "2022-08-21 10:20:56.761: (ScyllaBenchEvent Severity.ERROR) period_type=end event_id=x"
+    assert cut_text(f"Event message example:\n{event}") is None
