@@ -94,6 +94,12 @@ _NEW_OUTPUT = re.compile(
     r"(?:failure|error|issue|problem|crash|fault|bug)s?\b))\b"
 )
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
+# A message about a linter's or type checker's findings: a bare ``error: ...`` it quotes is the tool's report
+_LINT_TOOL = re.compile(
+    r"(?i)\b(?:mypy|pylint|flake8|pyflakes|pycodestyle|ruff|pyright|codespell|shellcheck|coverity|covscan"
+    r"|cppcheck|clang-tidy|type[- ]check(?:er|ing)?|linter|static analy[sz](?:er|is))\b"
+)
+_REPORT_ONLY = frozenset({"cli_error", "status", "level", "section", "timestamp"})
 _REPL = re.compile(r"^\s*(?:>>>|In \[\d+\]:|cqlsh(?::\w+)?>)|File \"<(?:stdin|string)>\"")
 # An IPython session's traceback: ``~/x.py in f()`` headers and ``---> 57`` arrows (read as REPL output
 # only in a message that holds ``In [N]:`` prompts)
@@ -312,6 +318,8 @@ def find_log(message: str) -> LogCut | None:
         else:
             runs.append(([(start, end)], set(kinds)))
     runs = [r for r in runs if r[1] & STRONG and not _passing([x for s, e in r[0] for x in lines[s:e]])]
+    if _LINT_TOOL.search(message):
+        runs = [r for r in runs if not r[1] <= _REPORT_ONLY]
     if not runs:
         return None
     chosen = [r for r in runs if "traceback" in r[1] or "frame" in r[1]] or runs

@@ -538,3 +538,13 @@ def test_a_log_under_a_runner_prefix_keeps_its_lines_after_the_error() -> None:
     # scylla-cluster-tests bf71a6daa4: "Event message example:" shows what the change prints
     event = "2022-08-21 10:20:56.761: (ScyllaBenchEvent Severity.ERROR) period_type=end event_id=x"
     assert cut_text(f"Event message example:\n{event}") is None
+
+
+def test_a_type_checkers_error_lines_are_no_failure_log() -> None:
+    # scylladb 6ec63bd10c, d25ed0a151
+    mypy = 'error: Need type annotation for "run_with_temporary_dir_pids"'
+    assert (
+        cut_text("`mypy` complains when globals have no types, e.g.:", "gives:", f"```\n{mypy}\n```") is None
+    )
+    # without a linter named, a tool's error in a fenced block is a log
+    assert cut_text("The build fails with:", f"```\n{mypy}\n```") == mypy
