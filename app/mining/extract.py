@@ -100,10 +100,12 @@ _LINT_TOOL = re.compile(
     r"|cppcheck|clang-tidy|type[- ]check(?:er|ing)?|linter|static analy[sz](?:er|is))\b"
 )
 _REPORT_ONLY = frozenset({"cli_error", "status", "level", "section", "timestamp"})
-_REPL = re.compile(r"^\s*(?:>>>|In \[\d+\]:|cqlsh(?::\w+)?>)|File \"<(?:stdin|string)>\"")
+_REPL = re.compile(r"^\s*(?:>>>|In ?\[\d+\]:?(?=\s|$)|cqlsh(?::\w+)?>)|File \"<(?:stdin|string)>\"")
+# a span of inline code closed on its line with prose after it
+_INLINE_CODE = re.compile(r"^\s*`[^`]+`\W*\s+\w")
 # An IPython session's traceback: ``~/x.py in f()`` headers and ``---> 57`` arrows (read as REPL output
 # only in a message that holds ``In [N]:`` prompts)
-_IPYTHON_PROMPT = re.compile(r"^\s*In \[\d+\]:", re.MULTILINE)
+_IPYTHON_PROMPT = re.compile(r"^\s*In ?\[\d+\]:?(?=\s|$)", re.MULTILINE)
 _IPYTHON_TRACEBACK = re.compile(r"^\s*-*-> ?\d+\b|\.py in [\w<>]+\(|^\s*Out\[\d+\]:")
 # A bullet of prose (``* fix VS test failure for test_x.py::test_y FAILED``): a status word there is prose
 _BULLET = re.compile(r"^\s*[*\u2022-]\s+[a-z]+\s+[A-Za-z]")
@@ -143,7 +145,7 @@ def _line_kinds(line: str) -> set[str]:
         kinds.discard("level")
     if kinds and kinds <= {"status", "level", "section"} and _BULLET.match(line):
         return set()
-    if "exception" in kinds and line.lstrip().startswith("`") and not line.rstrip().endswith("`"):
+    if "exception" in kinds and _INLINE_CODE.match(line):
         kinds.discard("exception")  # inline code in a sentence ("died with `KeyError: 'x'`; then ...")
     return kinds
 

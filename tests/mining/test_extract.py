@@ -548,3 +548,14 @@ def test_a_type_checkers_error_lines_are_no_failure_log() -> None:
     )
     # without a linter named, a tool's error in a fenced block is a log
     assert cut_text("The build fails with:", f"```\n{mypy}\n```") == mypy
+
+
+def test_inline_code_wrapped_over_two_lines_is_an_error_line_and_a_pycon_session_is_a_demo() -> None:
+    # scylla-cluster-tests 7ec1311f56: the backticked error wraps onto the next line
+    wrapped = "`ValueError: Unsupported environment variables were used: -\n SCT_AWS_ACCOUNT_ID=400694452550`"
+    assert cut_text(f"It fails SCT test execution:\n\n{wrapped}") == wrapped
+    # SatelliteQE/robottelo 44103f08df: an interactive session without IPython's spaces
+    session = (
+        "In[1] attrs =\nentities.ActivationKey().create()\n\nFactoryError: Error encountered while POSTing"
+    )
+    assert cut_text(f"```pycon\n{session}\n```") is None
