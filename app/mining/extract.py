@@ -581,7 +581,7 @@ _HEDGE = re.compile(
 )
 # A message saying the quoted error was only logged while the test went on (no failure of the test).
 _LOGGED_ONLY = re.compile(
-    r"(?i)\b(?:(?:bad|noisy|ugly|confusing|misleading|spurious|scary) (?:log|error|warning)"
+    r"(?i)\b(?:(?:bad|noisy|ugly|spurious|scary) (?:log|warning)"
     r" (?:message|output|line)s?|clean (?:up )?(?:our |the )?logs?"
     r"|(?:pollutes?|spams?|floods?) (?:the |our )?logs?"
     r"|(?:is|are|gets?|was|were) (?:only|just) logged|tests? (?:still )?pass(?:es|ed)? (?:anyway|though|but)"

@@ -445,6 +445,14 @@ def test_grade_flags_logs_that_were_only_logged_and_expected_failures() -> None:
     g = grade(FixFacts(cut, (), faulty, faulty_count=1, changed_lines=4, message=msg))
     assert "the message says the error was only logged, not that the test failed" in g.reasons
     assert g.confidence == "low"
+    # rally-openstack 4822b45230: a confusing error message is still the failure's
+    failed = (
+        "uploads fail.\n\nIt results in the following confusing error message:\n\nUnicodeDecodeError: 'utf-8'"
+    )
+    cut = find_log(failed)
+    assert cut is not None
+    g = grade(FixFacts(cut, (), faulty, faulty_count=1, changed_lines=4, message=failed))
+    assert not any("only logged" in reason for reason in g.reasons)
     # stratis-storage/stratis-cli 0902bbe462
     assert fix_nature("+@unittest.expectedFailure\n") == "the fix only skips or expects the failure"
     conditional = "+    if os.getuid() != 0:\n+        pytest.skip('needs root')\n"
