@@ -12,16 +12,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fnmatch import fnmatch
 from pathlib import PurePosixPath
 
 from app.analysis.logparse import match_script_path, parse_log
 from app.analysis.model import Frame
+from app.mining.versions import describe, frame_evidence, message_added_by_fix
 
 # Markers, each searched on one line (no pattern can backtrack across lines).
 _EXCEPTION = re.compile(
-    r"^(?:[\s>|]*E?\s*|.*?(?:\d\d:\d\d\S*|ERROR|CRITICAL|FAILED|FAIL)\W{0,3}?[\s|:>\]-]+\s*)"
+    r"^(?:[\s>|`]*E?\s*|.*?(?:\d\d:\d\d\S*|ERROR|CRITICAL|FAILED|FAIL)\W{0,3}?[\s|:>\]-]+\s*)"
     r"((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Failure|Exit|Timeout|Fail|Failed))(?::\s|:$|$)"
 )
 _TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d)?|(?:^|[\s\[])\d\d:\d\d:\d\d(?:[.,]\d+)?\b")
@@ -37,6 +38,8 @@ _FOUND_MARKERS: dict[str, tuple[re.Pattern[str], ...]] = {
         re.compile(r"\b(?:FAILED|FAIL|ERROR|ERRORED)\b"),
         re.compile(r"::|\(\d+/\d+\)|\.\.\.\s*(?:FAIL|ERROR)|^\W*(?:FAIL|ERROR):\s*\w"),
     ),
+    # a command-line tool's error (podman's ``Error: ...``): a log where pasted as one (_is_log_paragraph)
+    "cli_error": (re.compile(r"^\W{0,3}(?:Error|error|FATAL|Fatal|fatal):\s+\S"),),
     "section": (
         re.compile(r"^\W*(?:_{3,}|={3,}|-{5,})\s*\S.*?(?:_{3,}|={3,}|-{5,})\s*$|^\s*[=_-]{10,}\s*$"),
     ),
@@ -45,7 +48,8 @@ _FOUND_MARKERS: dict[str, tuple[re.Pattern[str], ...]] = {
     # a level word before a separator (``ERROR:``, ``[INFO]``, ``WARNING -``); see _line_kinds
     "level": (re.compile(r"\b(?:CRITICAL|ERROR|WARNING|INFO|DEBUG)\b\s*[:|\]-]"),),
 }
-_FENCE = re.compile(r"^\s*(?:```|~~~)")
+# a fence line: backticks or tildes and an optional info word (``~~~^~~~`` under code is Python's caret line)
+_FENCE = re.compile(r"^\s*(?:`{3,}|~{3,})\s*[\w+.-]*\s*$")
 _TRAILER = re.compile(
     r"^(?:Signed-off-by|Co-authored-by|Co-Authored-By|Change-Id|Reviewed-by|Reviewed-on|Acked-by|Tested-by"
     r"|Reported-by|Suggested-by|Cc|Fixes|Closes|Resolves|Related-Bug|Related|Partial-Bug|Closes-Bug"
@@ -53,21 +57,61 @@ _TRAILER = re.compile(
     re.IGNORECASE,
 )
 # Lint, type-checker and compiler-warning reports cite ``path.py:N`` like tracebacks do but are no
-# test run: flake8/ruff/pycodestyle ``x.py:3:1: E303``, pylint ``W0611:`` or ``************* Module``,
-# mypy ``x.py:3: error: ... [code]``, Python's ``x.py:3: SyntaxWarning: ...``.
+# test run: flake8/ruff/pycodestyle ``x.py:3:1: E303``, pyflakes ``x.py:3:1: 'x' imported but unused``
+# (a column: no traceback or pytest location prints one), pylint ``W0611:`` or ``************* Module``,
+# mypy ``x.py:3: error: ... [code]``, codespell ``x.py:3: teh ==> the``, a tool's name as a header; static
+# analysers of C (Coverity/covscan ``Error: CLANG_WARNING:``, ``(CWE-457)``, ``#  321|->``) and compilers.
 _LINT = re.compile(
     r"\.py:\d+:\d+:?\s+[A-Z]{1,3}\d{2,4}\b|\.py:\d+(?::\d+)?: (?:error|note|warning): |^\W*\*{5,} Module \S"
     r"|\b[CRWEF]\d{4}(?:\(|:)|\b[CRWEF]\d{4}\s*:?\s*\d+,\d+:"
+    r"|\.py:\d+:\d+:\s+(?![\w.]*(?:Error|Exception|Warning)\b)\S"
+    r"|\.py:\d+: (?:'[^']*' imported but unused|undefined name"
+    r"|local variable .* is assigned to but never used|redefinition of unused|'\.\.\.'(?:\.format| %)"
+    r"|f-string is missing placeholders)"
+    r"|:\d+: \S+\s+==>\s+\S"
+    r"|^\W*(?:pyflakes|flake8|pylint|pycodestyle|pep8|codespell|mypy|ruff|pyright|bandit)\w*\s*:?\s*$"
+    r"|\(CWE-\d+\)|^\W*Error: [A-Z][A-Z_]+:|^\s*#\s*\d*\|(?:->)? |\.(?:c|h|cc|cpp|cxx|hpp):\d+(?::\d+)?: \w+"
 )
 _WARNING = re.compile(r"\.py:\d+: \w*Warning\b|^\W*\w*Warning: ")
-# Prose that introduces the output of the fixed version, or an example: logs after it are not the failure.
+# Prose that introduces the output of the fixed version, or an example: the log right after it is not the
+# failure. Read in the last sentence of the prose right before a log, where it introduces what follows (ends
+# in ``:``, or is a few words): "With this patch X works. Before, it failed with:" quotes the failure, and
+# "Now it is possible to select ports by network" describes the change ...
 _AFTER_FIX = re.compile(
     r"(?i)\b(?:after (?:this|the) (?:fix|change|patch|commit)|with (?:this|the) (?:fix|change|patch|commit)"
     r"|this (?:fix|change|patch|commit) (?:makes|gives|shows)|now (?:it|we get|the output|the test|they)"
-    r"|fixed output|new output|will look like|instead it|example (?:output|results)|output looks like"
-    r"|looks like this|should look like|test results|if this times out)\b|^\W*(?:now|after)\W*$"
+    r"|instead it|output looks like|looks like this|test results|if this times out)\b|^\W*(?:now|after)\W*$"
 )
-_REPL = re.compile(r"^\s*(?:>>>|In \[\d+\]:|cqlsh(?::\w+)?>)|File \"<(?:stdin|string)>\"")
+_INTRODUCES = re.compile(r":\s*$|^\W*(?:\S+\s+){0,5}\S+\W*$")
+# ... and phrases that announce the new output or an example anywhere in that prose ("an example of such a
+# failure" quotes the failure).
+_NEW_OUTPUT = re.compile(
+    r"(?i)\b(?:(?:after|with) (?:this|the) (?:fix|change|patch|commit),? the (?:\w+ )?(?:output|log|result)s?"
+    r" (?:is|are|looks?|becomes?|reads?)|fixed output|new output|will look like|should look like"
+    r"|example (?:output|results)|here(?:'s| is)? (?:an? )?example"
+    r"|(?:message|output|log|event|usage) examples?"
+    r"|examples? of(?! (?:(?:such|the|this|that|a|an|one|these|those|as)\s+)*"
+    r"(?:failure|error|issue|problem|crash|fault|bug)s?\b))\b"
+)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
+# A message about a linter's or type checker's findings: a bare ``error: ...`` it quotes is the tool's report
+_LINT_TOOL = re.compile(
+    r"(?i)\b(?:mypy|pylint|flake8|pyflakes|pycodestyle|ruff|pyright|codespell|shellcheck|coverity|covscan"
+    r"|cppcheck|clang-tidy|type[- ]check(?:er|ing)?|linter|static analy[sz](?:er|is))\b"
+)
+_REPORT_ONLY = frozenset({"cli_error", "status", "level", "section", "timestamp"})
+_REPL = re.compile(r"^\s*(?:>>>|In ?\[\d+\]:?(?=\s|$)|cqlsh(?::\w+)?>)|File \"<(?:stdin|string)>\"")
+# a span of inline code closed on its line with prose after it
+_INLINE_CODE = re.compile(r"^\s*`[^`]+`\W*\s+\w")
+# An IPython session's traceback: ``~/x.py in f()`` headers and ``---> 57`` arrows (read as REPL output
+# only in a message that holds ``In [N]:`` prompts)
+_IPYTHON_PROMPT = re.compile(r"^\s*In ?\[\d+\]:?(?=\s|$)", re.MULTILINE)
+_IPYTHON_TRACEBACK = re.compile(r"^\s*-*-> ?\d+\b|\.py in [\w<>]+\(|^\s*Out\[\d+\]:")
+# A bullet of prose (``* fix VS test failure for test_x.py::test_y FAILED``): a status word there is prose
+_BULLET = re.compile(r"^\s*[*\u2022-]\s+[a-z]+\s+[A-Za-z]")
+# what a runner puts before each line of its output (``p:ERROR >``, ``12:01:02 |``)
+_RUNNER_PREFIX = re.compile(r"\S*?[\w\]][ \t]*[>|](?=\s)")
+_BARE_NAME = re.compile(r"[A-Za-z_][\w.]*\s*")
 _PASSED_RUN = re.compile(r"\b\d+ passed\b|^\s*OK\s*(?:\(|$)")
 _FAILED_RUN = re.compile(r"\b\d+ (?:failed|errors?)\b|\bFAILED\b|Traceback")
 
@@ -85,7 +129,7 @@ class LogCut:
         """``traceback`` (frames), ``error`` (an error line, no frames) or ``status`` (a status line only)."""
         if {"traceback", "frame", "pytest_loc"} & self.markers:
             return "traceback"
-        if {"pytest_e", "exception", "timestamped_error"} & self.markers:
+        if {"pytest_e", "exception", "timestamped_error", "cli_error"} & self.markers:
             return "error"
         return "status"
 
@@ -99,12 +143,18 @@ def _line_kinds(line: str) -> set[str]:
     kinds = {kind for kind, patterns in _FOUND_MARKERS.items() if all(p.search(line) for p in patterns)}
     if "timestamp" in kinds:  # a timestamped line is a log line already; its level word adds nothing
         kinds.discard("level")
+    if kinds and kinds <= {"status", "level", "section"} and _BULLET.match(line):
+        return set()
+    if "exception" in kinds and _INLINE_CODE.match(line):
+        kinds.discard("exception")  # inline code in a sentence ("died with `KeyError: 'x'`; then ...")
     return kinds
 
 
 STRONG = frozenset(
-    {"traceback", "frame", "pytest_e", "pytest_loc", "exception", "status", "timestamped_error"}
+    {"traceback", "frame", "pytest_e", "pytest_loc", "exception", "status", "timestamped_error", "cli_error"}
 )
+# markers that make a line of prose the start of a log pasted under it ("... fails due to:\nKeyError: 'x'")
+_TAIL_START = frozenset({"traceback", "frame", "pytest_e", "exception", "timestamped_error"})
 
 
 def _paragraphs(lines: Sequence[str]) -> list[tuple[int, int, bool]]:
@@ -131,10 +181,23 @@ def _paragraphs(lines: Sequence[str]) -> list[tuple[int, int, bool]]:
     return out
 
 
+def _is_repl(lines: Sequence[str], ipython: bool) -> bool:
+    """An interactive session (a usage demo): prompts, or IPython's traceback (in a message with prompts)."""
+    return any(_REPL.search(line) or (ipython and _IPYTHON_TRACEBACK.search(line)) for line in lines)
+
+
 def _is_log_paragraph(lines: Sequence[str], fenced: bool) -> tuple[bool, set[str]]:
-    if any(_REPL.search(line) for line in lines):
-        return False, set()
     kinds_per_line = [_line_kinds(line) for line in lines]
+    if (
+        len(lines) == 1
+        and not fenced
+        and kinds_per_line[0] == {"exception"}
+        and _BARE_NAME.fullmatch(lines[0])
+    ):
+        return False, set()  # a name alone in a paragraph of prose (a subject wrapped onto the body)
+    if not fenced and not all(_indented_or_quoted(line, loose=True) for line in lines):
+        # a tool's ``Error: ...`` is a log line only where pasted as output (fenced or indented)
+        kinds_per_line = [k - {"cli_error"} for k in kinds_per_line]
     kinds: set[str] = set().union(*kinds_per_line) if kinds_per_line else set()
     noise = sum(1 for k in kinds_per_line if k & {"lint", "warning"})
     if noise and noise >= sum(1 for k in kinds_per_line if k & STRONG):
@@ -159,13 +222,40 @@ def _passing(lines: Sequence[str]) -> bool:
 def _skip_prose(lines: Sequence[str], start: int, end: int) -> int:
     """The first line of a log paragraph after any lead-in prose ("CI failed with:") glued on top."""
     i = start
-    while i < end - 1 and not _line_kinds(lines[i]) and not _indented_or_quoted(lines[i]):
+    while i < end and not _line_kinds(lines[i]) and not _indented_or_quoted(lines[i]):
         i += 1
-    return i if i < end - 1 else start
+    return i if i < end else start
 
 
-def _indented_or_quoted(line: str) -> bool:
-    return line.startswith(("    ", "\t", ">", "|"))
+def _log_tail(lines: Sequence[str], start: int, end: int) -> tuple[int, int] | None:
+    """The lines of a log pasted at the end of a prose paragraph, or None: after a line ending in ``:``,
+    an indented excerpt holding an error, or an error line (``... fails due to:\nAttributeError: x``)
+    with its message's continuation (after a ``:``, indented, or under the same runner prefix as the error
+    line: ``p:ERROR >``) but not the prose after it."""
+    for i in range(start + 1, end):
+        if not lines[i - 1].rstrip().endswith(":"):
+            continue
+        rest = lines[i:end]
+        kinds = [_line_kinds(line) for line in rest]
+        excerpt = all(_indented_or_quoted(line, loose=True) for line in rest)
+        if excerpt and any(k & _TAIL_START for k in kinds):
+            return i, end
+        if kinds[0] & _TAIL_START:
+            prefix = _RUNNER_PREFIX.match(rest[0])
+            n = 1
+            while n < len(rest) and (
+                rest[n - 1].rstrip().endswith(":")
+                or _indented_or_quoted(rest[n], loose=True)
+                or (prefix is not None and rest[n].startswith(prefix.group()))
+            ):
+                n += 1
+            return i, i + n
+    return None
+
+
+def _indented_or_quoted(line: str, loose: bool = False) -> bool:
+    """A line set off from prose: indented by a tab or four spaces (any space when ``loose``), quoted."""
+    return line.startswith(("    ", "\t", ">", "|")) or (loose and line[:1].isspace())
 
 
 def _body_lines(message: str) -> tuple[list[str], int]:
@@ -178,44 +268,117 @@ def _body_lines(message: str) -> tuple[list[str], int]:
     return body[:end], 1
 
 
+def _announces(prose: Sequence[str]) -> bool:
+    """Whether prose right before a log announces the fixed version's output or an example."""
+    text = " ".join(line.strip() for line in prose if line.strip())
+    if not text:
+        return False
+    last = _SENTENCE_END.split(text)[-1]
+    return bool(_NEW_OUTPUT.search(text) or (_AFTER_FIX.search(last) and _INTRODUCES.search(last)))
+
+
 def find_log(message: str) -> LogCut | None:
     """The failure log pasted into a commit message, verbatim, or None when it holds none."""
     lines, offset = _body_lines(message)
-    runs: list[tuple[int, int, set[str]]] = []  # joined log paragraphs: start, end, markers
-    example = False  # prose announced an example or the fixed version's output: skip what follows
+    ipython = bool(_IPYTHON_PROMPT.search(message))
+    # joined log paragraphs: their pieces (start, end; a fence between two makes two) and markers
+    runs: list[tuple[list[tuple[int, int]], set[str]]] = []
+    skipping = False  # an announced example, the fixed version's output or a REPL session's: skip it all
+    prose: Sequence[str] = ()  # the prose paragraph right before this one
     for start, end, fenced in _paragraphs(lines):
-        ok, kinds = _is_log_paragraph(lines[start:end], fenced)
-        if example:
-            if ok:
-                continue
-            example = False
-        follows = runs and all(not lines[i].strip() for i in range(runs[-1][1], start))
-        if not ok and follows and all(_indented_or_quoted(line) for line in lines[start:end]):
-            ok = not any(_REPL.search(line) for line in lines[start:end])  # the indented rest of a log
-        if not ok:
-            if any(_AFTER_FIX.search(line) for line in lines[start:end]):
-                if runs:
-                    break  # what follows is the fixed version's output, or an example
-                example = True
+        if _is_repl(lines[start:end], ipython):
+            skipping, prose = True, ()
             continue
-        start = _skip_prose(lines, start, end)
-        if runs and all(not lines[i].strip() or _FENCE.match(lines[i]) for i in range(runs[-1][1], start)):
-            runs[-1] = (runs[-1][0], end, runs[-1][2] | kinds)
+        ok, kinds = _is_log_paragraph(lines[start:end], fenced)
+        last = runs[-1][0][-1][1] if runs else 0
+        follows = runs and all(not lines[i].strip() for i in range(last, start))
+        if not ok and follows and all(_indented_or_quoted(line) for line in lines[start:end]):
+            ok = True  # the indented rest of a log
+        if not ok:
+            tail = None if fenced else _log_tail(lines, start, end)
+            if tail is None:
+                skipping, prose = False, lines[start:end]
+                continue
+            prose, (start, end) = lines[start : tail[0]], tail
+            kinds = set().union(*(_line_kinds(line) for line in lines[start:end]))
+        elif not fenced:
+            glued = _skip_prose(lines, start, end)
+            if glued > start:
+                prose, start = lines[start:glued], glued
+        if skipping or _announces(prose):
+            skipping, prose = True, ()
+            continue
+        prose = ()
+        last = runs[-1][0][-1][1] if runs else 0
+        gap = range(last, start)
+        if runs and all(not lines[i].strip() for i in gap):
+            runs[-1][0][-1] = (runs[-1][0][-1][0], end)
+            runs[-1][1].update(kinds)
+        elif runs and all(not lines[i].strip() or _FENCE.match(lines[i]) for i in gap):
+            runs[-1][0].append((start, end))  # the next fenced block of the same log: a piece of its own
+            runs[-1][1].update(kinds)
         else:
-            runs.append((start, end, kinds))
-    runs = [r for r in runs if r[2] & STRONG and not _passing(lines[r[0] : r[1]])]
+            runs.append(([(start, end)], set(kinds)))
+    runs = [r for r in runs if r[1] & STRONG and not _passing([x for s, e in r[0] for x in lines[s:e]])]
+    if _LINT_TOOL.search(message):
+        runs = [r for r in runs if not r[1] <= _REPORT_ONLY]
     if not runs:
         return None
-    chosen = [r for r in runs if "traceback" in r[2] or "frame" in r[2]] or runs
-    text = "\n\n".join("\n".join(lines[s:e]) for s, e, _ in chosen).strip("\n")
-    markers = frozenset(set().union(*(r[2] for r in chosen)) & STRONG)
-    return LogCut(text, markers, chosen[0][0] + offset + 1)
+    chosen = [r for r in runs if "traceback" in r[1] or "frame" in r[1]] or runs
+    text = "\n\n".join("\n".join(lines[s:e]).strip("\n") for pieces, _ in chosen for s, e in pieces)
+    markers = frozenset(set().union(*(r[1] for r in chosen)) & STRONG)
+    return LogCut(text, markers, chosen[0][0][0][0] + offset + 1)
+
+
+_CONTINUED = re.compile(r"\\\s*$")  # a line its writer continued on the next with a backslash
+_QUOTE_MARKS = " \t>|"
+
+
+def _unwrap(log: str) -> list[str]:
+    """The log's lines with backslash-continued ones joined (a frame header or its code wrapped by hand,
+    ``File "x.py", \\`` then ``line 12, in f``), the continuation's quote marks and indentation dropped."""
+    out: list[str] = []
+    joining = False
+    for line in log.split("\n"):
+        if joining and out:
+            out[-1] += line.lstrip(_QUOTE_MARKS)
+        else:
+            out.append(line)
+        joining = bool(_CONTINUED.search(out[-1]))
+        if joining:
+            out[-1] = _CONTINUED.sub("", out[-1]).rstrip() + " "
+    return out
 
 
 def log_frames(log: str) -> tuple[Frame, ...]:
     """The frames the log names, with the source line each echoes, read by the product's own log parser
-    (Python's ``File "P", line N`` however prefixed or wrapped, and pytest's ``P:N:`` locations)."""
-    return parse_log(log).frames
+    (Python's ``File "P", line N`` however prefixed or wrapped, and pytest's ``P:N:`` locations); a
+    header continued with a backslash is joined first, and the code under a header wrapped over two
+    lines is read from the line after it."""
+    lines = _unwrap(log)
+    frames = parse_log("\n".join(lines)).frames
+    return tuple(f if f.code else replace(f, code=_code_under(lines, f)) for f in frames)
+
+
+def _code_under(lines: Sequence[str], frame: Frame) -> str | None:
+    """The source line printed under a frame whose header the parser read without one, or None."""
+    at = frame.log_line - 1
+    if not 0 <= at < len(lines) or 'File "' not in lines[at]:
+        return None
+    number = re.compile(rf"\bline {frame.line}\b")
+    prefix = lines[at][: lines[at].index('File "')].rstrip()  # a runner's mark on every line (pytest's ``E``)
+    for j in range(at, min(at + 3, len(lines) - 1)):
+        if number.search(lines[j]):
+            code = lines[j + 1]
+            code = (code[len(prefix) :] if prefix and code.startswith(prefix) else code).strip(_QUOTE_MARKS)
+            if (
+                code
+                and not re.match(r"File \"|Traceback|\w+(?:\.\w+)*: |\^+$", code)
+                and not _TIMESTAMP.search(code)
+            ):
+                return code
+            return None  # a log line's prefix wrapped apart from its text, or no code: nothing printed
+    return None
 
 
 @dataclass(frozen=True)
@@ -311,6 +474,8 @@ def faulty_lines(hunks: FixHunks, parent_text: str) -> list[FaultyLine]:
 # a test; a ``test_*.py`` at the top of the repository is.
 _TEST_FOLDER = re.compile(r"(?i)^(?:[a-z0-9]*tests?|tests?[_-]\w*|testing|qa)$")
 DEFAULT_TEST_GLOBS: tuple[str, ...] = ()
+# at the top of a repository: tests, a test runner (scylladb's ``test.py``) and pytest's fixtures
+_ROOT_TESTS = ("test_", "test.py", "conftest.py")
 
 
 def is_test_path(path: str, globs: Sequence[str] = DEFAULT_TEST_GLOBS) -> bool:
@@ -319,7 +484,7 @@ def is_test_path(path: str, globs: Sequence[str] = DEFAULT_TEST_GLOBS) -> bool:
     if globs:
         return any(fnmatch(path, g) for g in globs)
     *folders, name = path.split("/")
-    return any(_TEST_FOLDER.match(f) for f in folders) or (not folders and name.startswith("test_"))
+    return any(_TEST_FOLDER.match(f) for f in folders) or (not folders and name.startswith(_ROOT_TESTS))
 
 
 def is_python(path: str, head: str | None) -> bool:
@@ -338,8 +503,10 @@ _MESSAGE_LINE = re.compile(
 )
 _LOGGING_CALL = re.compile(r"^(?:self\.)?(?:log|logger|LOG|LOGGER|logging)\.\w+\(|^print\(")
 _SKIP = re.compile(
-    r"^@pytest\.mark\.(?:xfail|skip|skipif|flaky)\b|^(?:self\.skipTest|pytest\.(?:skip|xfail))\("
+    r"^@pytest\.mark\.(?:xfail|skip|skipif|flaky)\b|^@(?:unittest\.)?(?:expectedFailure|skip(?:If|Unless)?)\b"
+    r"|^(?:self\.skipTest|pytest\.(?:skip|xfail)|raise (?:unittest\.)?SkipTest)\("
 )
+_CONDITION = re.compile(r"^(?:if|elif)\b.*:$|^else:$")
 
 
 def _code(line: str) -> str:
@@ -365,7 +532,12 @@ def fix_nature(diff: str) -> str | None:
     lost = [c for c in old if c not in new]
     if gained and not lost and all(_LOGGING_CALL.match(g) for g in gained):
         return "the fix only adds logging"
-    if gained and not lost and all(_SKIP.match(g) for g in gained):
+    if (
+        gained
+        and not lost
+        and all(_SKIP.match(g) or _CONDITION.match(g) for g in gained)
+        and any(_SKIP.match(g) for g in gained)
+    ):
         return "the fix only skips or expects the failure"
     messages = all(_MESSAGE_LINE.search(line) for line in removed if _code(line))
     if old and messages and sorted(map(_unquoted, old)) == sorted(map(_unquoted, new)):
@@ -381,6 +553,7 @@ def _unquoted(code: str) -> str:
 class Grade:
     confidence: str  # high, medium, low
     reasons: tuple[str, ...]
+    other_version: str | None = None  # why the log plainly comes from another version than the faulty one
 
 
 @dataclass(frozen=True)
@@ -396,11 +569,8 @@ class FixFacts:
     faulty_count: int = 0
     nature: str | None = None  # ``fix_nature`` of the fix's diff
     message: str = ""  # the fix's commit message
-
-
-def _line_at(text: str, n: int) -> str:
-    lines = text.split("\n")
-    return lines[n - 1].strip() if 1 <= n <= len(lines) else ""
+    context_files: Mapping[str, str] = field(default_factory=dict)  # helpers the frames name: path -> text
+    diff: str = ""  # the fix's diff over the test files
 
 
 # An author unsure the change repairs the failure, or adding diagnostics to find out why it fails.
@@ -409,21 +579,21 @@ _HEDGE = re.compile(
     r"workaround for|debug(?:ging)?|more (?:verbose|informative|details)|better (?:error|message|logging)"
     r"|add(?:ing)? (?:more )?log(?:ging|s)?)\b"
 )
-
-
-def _error_message(log: str) -> str | None:
-    """The message of the log's last exception line, when long enough to be searched for in code."""
-    for line in reversed(log.split("\n")):
-        m = _EXCEPTION.search(line)
-        if m is not None:
-            rest = line[m.end() :].strip().strip("'\"")
-            return rest if len(rest) >= 12 else None
-    return None
+# A message saying the quoted error was only logged while the test went on (no failure of the test).
+_LOGGED_ONLY = re.compile(
+    r"(?i)\b(?:(?:bad|noisy|ugly|spurious|scary) (?:log|warning)"
+    r" (?:message|output|line)s?|clean (?:up )?(?:our |the )?logs?"
+    r"|(?:pollutes?|spams?|floods?) (?:the |our )?logs?"
+    r"|(?:is|are|gets?|was|were) (?:only|just) logged|tests? (?:still )?pass(?:es|ed)? (?:anyway|though|but)"
+    r"|(?:although|even though|while) the tests? pass(?:es|ed)?"
+    r"|does(?:n't| not) (?:make|cause) the tests? (?:to )?fail)\b"
+)
 
 
 def grade(facts: FixFacts) -> Grade:
     """high / medium / low, with the reasons: does the log name a fixed file, do its frames' line numbers
-    and echoed texts match the faulty version, how large is the fix, does it touch product code."""
+    and echoed texts match the faulty version (or another one), how large is the fix, does it touch
+    product code. ``other_version`` is set when the log plainly comes from another version."""
     reasons: list[str] = []
     score = 0
     names = list(facts.faulty_files)
@@ -439,27 +609,30 @@ def grade(facts: FixFacts) -> Grade:
     else:
         score -= 2
         reasons.append("the log does not name any fixed file")
-    matched = mismatched = later = 0
-    for frame in facts.frames:
-        path = match_script_path(frame.path, names)
-        if path is None or not frame.code:
-            continue
-        here = _line_at(facts.faulty_files[path], frame.line)
-        if here and here == frame.code.strip():
-            matched += 1
-        elif (
-            path in facts.fixed_files and _line_at(facts.fixed_files[path], frame.line) == frame.code.strip()
-        ):
-            later += 1
-        else:
-            mismatched += 1
-    if matched or mismatched or later:
-        reasons.append(
-            f"frames into fixed files whose echoed text matches the faulty version at that line: {matched} "
-            f"of {matched + mismatched + later}"
-            + (f" ({later} match the fixed version instead)" if later else "")
+    files = {**facts.context_files, **facts.faulty_files}
+    evidence = frame_evidence(facts.frames, files, facts.fixed_files)
+    if evidence.checked:
+        reasons.append(describe(evidence))
+        good = evidence.matched and not evidence.other and not evidence.fixed
+        score += 2 if good else -2 if not evidence.matched else 0
+    other_version: str | None = None
+    if evidence.other:
+        # code more than a few lines away: low, for a person to judge; code or lines the file lacks: dropped
+        score -= 6
+        other = "the log comes from another version: " + "; ".join(evidence.other[:3])
+        reasons.append(other)
+        if evidence.absent and not evidence.matched:
+            other_version = other
+    added = message_added_by_fix(facts.log.text, facts.diff, files.values())
+    if (evidence.fixed and not evidence.matched) or (added is not None and not evidence.faulty_only):
+        score -= 6
+        fixed = "the log comes from another version (the fixed one): " + (
+            f"it prints {added!r}, which only a line the fix adds prints"
+            if added is not None
+            else "its frames match the fixed version, not the faulty one"
         )
-        score += 2 if matched and not mismatched and not later else -2 if not matched else 0
+        reasons.append(fixed)
+        other_version = other_version or fixed
     if facts.log.strength == "traceback":
         score += 1
         reasons.append("the log holds a traceback or frame locations")
@@ -475,17 +648,6 @@ def grade(facts: FixFacts) -> Grade:
         reasons.append(f"large fix ({size} changed lines in test code)")
     else:
         reasons.append(f"fix of {size} changed lines in test code")
-    message = _error_message(facts.log.text)
-    fixed_only = (
-        message is not None
-        and any(message in t for t in facts.fixed_files.values())
-        and not any(message in t for t in facts.faulty_files.values())
-    )
-    if fixed_only and not later:
-        later += 1  # the error text is a literal the fix added: the log shows the fixed code's output
-    if later and not matched:
-        score -= 6
-        reasons.append("the log's frames match the fixed version, not the faulty one")
     if facts.nature is not None:
         score -= 4
         reasons.append(facts.nature)
@@ -500,13 +662,13 @@ def grade(facts: FixFacts) -> Grade:
     if _HEDGE.search(subject):
         score -= 2
         reasons.append("the subject is unsure the change fixes the failure, or adds diagnostics")
+    if _LOGGED_ONLY.search(facts.message):
+        score -= 4
+        reasons.append("the message says the error was only logged, not that the test failed")
     # high: nothing speaks against the case, and the log's own echoed code ties it to the faulty version
-    confidence = (
-        "high"
-        if score >= 4 and matched and not mismatched and not later
-        else ("medium" if score >= 1 else "low")
-    )
-    return Grade(confidence, tuple(reasons))
+    tied = evidence.matched and not evidence.other and not evidence.fixed and other_version is None
+    confidence = "high" if score >= 4 and tied else ("medium" if score >= 1 else "low")
+    return Grade(confidence, tuple(reasons), other_version)
 
 
 def case_id(repo: str, sha: str, subject: str) -> str:

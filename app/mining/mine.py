@@ -39,6 +39,7 @@ SUMMARY = ".mine-summary.json"
 MAX_FILE_BYTES = 1_000_000  # a larger "script" is generated data, not test code
 MAX_FAULTY_FILES = 8
 MAX_CONTEXT_FILES = 8
+_NOT_CODE = (".md", ".rst", ".txt", ".yaml", ".yml", ".json", ".cfg", ".ini", ".toml")
 
 
 class MineError(Exception):
@@ -156,6 +157,7 @@ def repo_name(git: Git, given: str | None) -> str:
 _LICENCES = (
     ("Apache License", "Apache-2.0"),
     ("GNU LESSER GENERAL PUBLIC LICENSE", "LGPL"),
+    ("GNU LIBRARY GENERAL PUBLIC LICENSE", "LGPL-2.0"),
     ("GNU AFFERO GENERAL PUBLIC LICENSE", "AGPL-3.0"),
     ("Version 3, 29 June 2007", "GPL-3.0"),
     ("Version 2, June 1991", "GPL-2.0"),
@@ -171,11 +173,14 @@ OPEN_LICENCES = (
     "BSD",
     "GPL-2.0",
     "GPL-3.0",
+    "LGPL-2.0",
     "LGPL-2.1",
     "LGPL-3.0",
     "AGPL-3.0",
     "MPL-2.0",
 )
+_LICENCE_FILE = re.compile(r"(?i)(licen[cs]e|copying)([.-]\w+)*$")
+_LICENCE_READ = 64_000  # a licence text may follow a preamble of the project's own (udisks' COPYING)
 
 
 def is_open(licence: str) -> bool:
@@ -184,43 +189,72 @@ def is_open(licence: str) -> bool:
     return bool(parts) and all(any(p.startswith(o) for o in (*OPEN_LICENCES, "CC-BY")) for p in parts)
 
 
-def licence(git: Git, rev: str, cache: dict[str, str] | None = None) -> str:
-    """The licence named by the repository's licence file at ``rev`` (SPDX-like), or 'unknown'; a
-    repository may change its licence, so each fix is read at its own commit (``cache`` keyed by the
-    licence files' blobs)."""
+def licence_text(text: str) -> str | None:
+    """The licence a licence file's text names (SPDX-like), or None: the title found first wins (GPLv3's
+    body names the AGPL; a project's own preamble may come before the licence), as the licence spells it
+    (a preamble's "GNU Library General Public License" in prose is no title) or else in any case."""
+    head = text[:_LICENCE_READ]
+    for folded, fold in ((head, str), (head.lower(), str.lower)):
+        found = [(at, needle, spdx) for needle, spdx in _LICENCES if (at := folded.find(fold(needle))) >= 0]
+        if found:
+            at, needle, spdx = min(found)
+            title = folded[max(0, at - 120) : at].lower()  # the title over a GPL's version line
+            if spdx.startswith("GPL") and "lesser general public license" in title:
+                spdx = "LGPL"
+            elif spdx.startswith("GPL") and "affero general public license" in title:
+                return "AGPL-3.0"
+            if spdx == "LGPL":
+                return "LGPL-3.0" if "version 3" in folded[at : at + len(needle) + 80].lower() else "LGPL-2.1"
+            return spdx
+    return None
+
+
+def licence(git: Git, rev: str, cache: dict[str, str] | None = None, paths: Sequence[str] = ()) -> str:
+    """The licence at ``rev`` (SPDX-like) of the repository, or 'unknown': the root's licence file (or
+    REUSE ``LICENSES/`` folder), else the licence files nearest to ``paths`` (a repository of components,
+    each with its own). A repository may change its licence, so each fix is read at its own commit
+    (``cache`` keyed by the licence files' blobs)."""
+    cache = {} if cache is None else cache
+    found = _folder_licence(git, rev, "", cache)
+    if found != "unknown" or not paths:
+        return found
+    per_file: set[str] = set()
+    for path in paths:
+        folder = posixpath.dirname(path)
+        while folder:
+            here = _folder_licence(git, rev, folder, cache)
+            if here != "unknown":
+                per_file.add(here)
+                break
+            folder = posixpath.dirname(folder)
+    return " AND ".join(sorted(per_file)) if per_file else "unknown"
+
+
+def _folder_licence(git: Git, rev: str, folder: str, cache: dict[str, str]) -> str:
     try:
-        root = git.run("ls-tree", rev).split("\n")
+        listing = git.run("ls-tree", rev, *(["--", f"{folder}/"] if folder else [])).split("\n")
     except subprocess.CalledProcessError:
         return "unknown"
-    names = [line.split("\t", 1)[1] for line in root if "\t" in line]
-    key = "\n".join(line for line in root if re.search(r"(?i)\t(licen[cs]e|copying)", line))
-    if cache is not None and key in cache:
+    entries = [line.split("\t", 1) for line in listing if "\t" in line]
+    files = [(meta.split()[2], n) for meta, n in entries if _LICENCE_FILE.match(posixpath.basename(n))]
+    reuse = [meta.split()[2] for meta, n in entries if posixpath.basename(n) == "LICENSES" and "tree" in meta]
+    key = " ".join(sorted(blob for blob, _ in files) + reuse)
+    if not key:
+        return "unknown"
+    if key in cache:
         return cache[key]
-    found = _licence(git, rev, names)
-    if cache is not None:
-        cache[key] = found
-    return found
-
-
-def _licence(git: Git, rev: str, names: list[str]) -> str:
-    for name in names:
-        if re.match(r"(?i)(licen[cs]e|copying)([.-]\w+)*$", name):
-            text = (git.show(rev, name) or "")[:600]  # the title: GPLv3's body names the AGPL too
-            for needle, spdx in _LICENCES:
-                if needle.lower() in text.lower():
-                    if spdx == "LGPL":
-                        return "LGPL-3.0" if "Version 3" in text else "LGPL-2.1"
-                    return spdx
-    if "LICENSES" in names:  # the REUSE layout: one file per licence, named by its SPDX id
-        try:
-            ids = [
-                Path(n).stem for n in git.run("ls-tree", "--name-only", f"{rev}:LICENSES").split("\n") if n
-            ]
-        except subprocess.CalledProcessError:
-            ids = []
+    found = "unknown"
+    for _, name in sorted(files, key=lambda f: f[1]):
+        spdx = licence_text(git.show(rev, name) or "")
+        if spdx is not None:
+            found = spdx
+            break
+    if found == "unknown" and reuse:  # the REUSE layout: one file per licence, named by its SPDX id
+        ids = [Path(n).stem for n in git.run("ls-tree", "--name-only", reuse[0]).split("\n") if n]
         if ids:
-            return " AND ".join(sorted(ids))
-    return "unknown"
+            found = " AND ".join(sorted(ids))
+    cache[key] = found
+    return found
 
 
 def _changed(git: Git, commit: Commit) -> list[tuple[str, str]]:
@@ -242,22 +276,27 @@ def _patch_id(git: Git, commit: Commit) -> str:
 
 
 def mine_commit(
-    git: Git, commit: Commit, options: MineOptions, repo: str, lic: str
+    git: Git, commit: Commit, options: MineOptions, repo: str, licences: dict[str, str] | None = None
 ) -> tuple[dict | None, str]:
-    """One commit's case, or None and the reason it was dropped."""
+    """One commit's case, or None and the reason it was dropped (``licences``: a cache across commits)."""
     cut = find_log(commit.message)
     if cut is None:
         return None, "no failure log in the message"
     changed = _changed(git, commit)
     tests: list[str] = []
     product: list[str] = []
+    product_data = False  # a data file outside the tests changed (a schema, a config): product, maybe
     for status, path in changed:
         head = None if path.endswith(".py") or "." in path.rsplit("/", 1)[-1] else git.show(commit.sha, path)
         python = is_python(path, head)
         if python and is_test_path(path, options.paths):
             if not status.startswith("D"):
                 tests.append(path)
-        elif not path.endswith((".md", ".rst", ".txt", ".yaml", ".yml", ".json", ".cfg", ".ini", ".toml")):
+        elif is_test_path(path):
+            continue  # test code outside the globs mined (a test runner at the root)
+        elif path.endswith(_NOT_CODE):
+            product_data = product_data or not path.endswith((".md", ".rst", ".txt"))
+        else:
             product.append(path)
     if not tests:
         return None, "no test code changed"
@@ -300,7 +339,7 @@ def mine_commit(
                 context[path] = text
     nature = fix_nature(diff)
     added_tests = re.findall(r"^\+\s*(?:async\s+)?def (test\w*)", diff, re.M)
-    if product and added_tests and all(h.insertions and not h.removed for h in hunks):
+    if (product or product_data) and added_tests and all(h.insertions and not h.removed for h in hunks):
         return None, "the fix changes product code and only adds tests"
     if nature in {"the fix only changes comments or layout", "the fix commits merge-conflict markers"}:
         return None, nature
@@ -316,8 +355,12 @@ def mine_commit(
             faulty_count=len(lines),
             nature=nature,
             message=commit.message,
+            context_files=context,
+            diff=diff,
         )
     )
+    if g.other_version is not None:
+        return None, g.other_version.split(":", 1)[0]
     subject = commit.message.split("\n", 1)[0]
     files = [{"path": p, "content": t, "role": "faulty"} for p, t in faulty_text.items()]
     files += [{"path": p, "content": t, "role": "context"} for p, t in context.items()]
@@ -336,11 +379,18 @@ def mine_commit(
         "fix_diff": diff,
         "confidence": g.confidence,
         "confidence_reasons": list(g.reasons),
-        "licence": lic,
+        "licence": _case_licence(git, commit, list(faulty_text), licences),
     }
     if insertion_only:
         case["insertion_only"] = True
     return case, ""
+
+
+def _case_licence(git: Git, commit: Commit, paths: list[str], cache: dict[str, str] | None) -> str:
+    """The licence of the case's files at the fix commit, else at the head (a licence file added later
+    covers the project's earlier commits too)."""
+    found = licence(git, commit.sha, cache, paths)
+    return found if found != "unknown" else licence(git, "HEAD", cache, paths)
 
 
 def mine(
@@ -371,10 +421,7 @@ def mine(
             continue
         if options.max_cases is not None and sum(report.kept.values()) >= options.max_cases:
             break
-        found = licence(git, commit.sha, licences)
-        if found == "unknown":  # a licence file added later covers the project's earlier commits too
-            found = licence(git, "HEAD", licences)
-        outcome = _one(git, commit, options, repo, found, out, state)
+        outcome = _one(git, commit, options, repo, licences, out, state)
         state["done"][commit.sha] = outcome
         if outcome.startswith("kept:"):
             report.kept[outcome[5:]] += 1
@@ -387,7 +434,15 @@ def mine(
     return report
 
 
-def _one(git: Git, commit: Commit, options: MineOptions, repo: str, lic: str, out: Path, state: dict) -> str:
+def _one(
+    git: Git,
+    commit: Commit,
+    options: MineOptions,
+    repo: str,
+    licences: dict[str, str],
+    out: Path,
+    state: dict,
+) -> str:
     try:
         pid = _patch_id(git, commit)
     except subprocess.CalledProcessError:
@@ -396,7 +451,7 @@ def _one(git: Git, commit: Commit, options: MineOptions, repo: str, lic: str, ou
         return "same patch as an earlier commit (cherry-pick or backport)"
     state["patch_ids"][pid] = commit.sha
     try:
-        case, reason = mine_commit(git, commit, options, repo, lic)
+        case, reason = mine_commit(git, commit, options, repo, licences)
     except subprocess.CalledProcessError as exc:
         return f"git failed: {exc.cmd[3] if len(exc.cmd) > 3 else exc.cmd}"
     if case is None:

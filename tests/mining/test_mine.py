@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from app.cli import main
-from app.mining.mine import STATE, SUMMARY, MineOptions, mine
+from app.mining.mine import STATE, SUMMARY, MineOptions, licence_text, mine
 from tcfl_lab.eval.cases import load_cases
 
 HELPER = "def expected_total():\n    return 4\n"
@@ -123,3 +123,91 @@ def test_cli_mine_and_errors(repo: Path, tmp_path: Path, capsys: pytest.CaptureF
     not_git.mkdir()
     assert main(["corpus", "mine", str(not_git), "--out", str(out)]) == 2
     assert "not a git repository" in capsys.readouterr().err
+
+
+GPL2_TITLE = "                    GNU GENERAL PUBLIC LICENSE\n                       Version 2, June 1991\n"
+
+
+def test_licence_after_a_preamble_and_of_the_component_nearest_the_tests(tmp_path: Path) -> None:
+    # storaged-project/udisks: the licence text follows the project's own preamble of 700 characters
+    udisks = tmp_path / "udisks"
+    udisks.mkdir()
+    git(udisks, "init", "-q", "-b", "main")
+    preamble = "The source code for the daemon is licensed to you under the GNU General Public License.\n" * 8
+    copying = preamble + "-- BEGIN GPLv2+ License ---\n\n" + GPL2_TITLE
+    commit(udisks, {"COPYING": copying, "src/tests/t.py": "x = 1\n"}, "initial")
+    commit(udisks, {"src/tests/t.py": "x = 2\n"}, f"tests: fix\n\n{LOG}")
+    out = tmp_path / "udisks-cases"
+    mine(udisks, out, MineOptions())
+    (case,) = [json.loads(p.read_text()) for p in out.glob("udisks-*.json")]
+    assert case["licence"] == "GPL-2.0"
+    # canonical/checkbox: no licence at the top, one per component
+    checkbox = tmp_path / "checkbox"
+    checkbox.mkdir()
+    git(checkbox, "init", "-q", "-b", "main")
+    files = {
+        "providers/base/COPYING": GPL2_TITLE.replace("Version 2, June 1991", "Version 3, 29 June 2007"),
+        "providers/other/LICENSE": "Apache License\nVersion 2.0\n",
+        "providers/base/bin/pm_test": "#!/usr/bin/env python3\nprint('x')\n",
+    }
+    commit(checkbox, files, "initial")
+    fixed = {"providers/base/bin/pm_test": "#!/usr/bin/env python3\nprint('y')\n"}
+    commit(checkbox, fixed, f"pm_test: fix\n\n{LOG}")
+    out = tmp_path / "checkbox-cases"
+    mine(checkbox, out, MineOptions(paths=("providers/*",)))
+    (case,) = [json.loads(p.read_text()) for p in out.glob("checkbox-*.json")]
+    assert case["licence"] == "GPL-3.0"
+
+
+def test_a_log_from_another_version_is_dropped_and_a_root_test_runner_is_no_product(tmp_path: Path) -> None:
+    r = tmp_path / "scylla"
+    r.mkdir()
+    git(r, "init", "-q", "-b", "main")
+    runner = "def main():\n    run_suites()\n"
+    mit = "Permission is hereby granted, free of charge"
+    commit(r, {"test/pylib/cluster.py": TEST, "test.py": runner, "COPYING": mit}, "initial")
+    # the log names line 6 of test_cart.py but prints code the file has never held
+    stale = LOG.replace("tests/test_cart.py", "test/pylib/cluster.py").replace(
+        "assert sum(cart) == expected_total()", "assert total(cart) == 4"
+    )
+    commit(r, {"test/pylib/cluster.py": TEST.replace("== expected", "!= expected")}, f"test: fix\n\n{stale}")
+    good = LOG.replace("tests/test_cart.py", "test/pylib/cluster.py").replace("!= ", "== ")
+    fixed = TEST.replace("== expected", "!= expected")
+    commit(
+        r,
+        {"test/pylib/cluster.py": TEST, "test.py": runner.replace("run_suites", "run_all")},
+        f"test: fix again\n\n{good.replace('== expected_total', '!= expected_total')}",
+    )
+    out = tmp_path / "cases"
+    report = mine(r, out, MineOptions(paths=("test/*",)))
+    assert report.dropped == {"the log comes from another version": 1}
+    (case,) = [json.loads(p.read_text()) for p in out.glob("scylla-*.json")]
+    assert not any("not test code" in reason for reason in case["confidence_reasons"])
+    assert case["fix_subject"] == "test: fix again" and fixed in [f["content"] for f in case["test_files"]]
+
+
+def test_licence_titles_win_over_prose_that_names_other_licences() -> None:
+    udisks = (
+        "The daemon is licensed to you under the GNU General Public License.\n"
+        "The library is licensed to you under the GNU Library General Public License.\n\n" + GPL2_TITLE
+    )
+    assert licence_text(udisks) == "GPL-2.0"
+    gpl3 = "GNU GENERAL PUBLIC LICENSE\nVersion 3, 29 June 2007\n... GNU Affero General Public License ..."
+    assert licence_text(gpl3) == "GPL-3.0"
+    assert licence_text("GNU LESSER GENERAL PUBLIC LICENSE\n Version 2.1, February 1999") == "LGPL-2.1"
+    assert licence_text("                 GNU Lesser General Public License\n  Version 3, 29 June 2007") == (
+        "LGPL-3.0"
+    )
+    assert licence_text("All rights reserved.") is None
+
+
+def test_a_fix_of_a_product_schema_that_only_adds_tests_is_dropped(repo: Path, tmp_path: Path) -> None:
+    # canonical/cloud-init 5aa9f5645d: the product's JSON schema is fixed, the tests only gain a case
+    commit(repo, {"src/schema.json": '{"type": "object"}\n'}, "schema")
+    added = TEST + "\n\ndef test_schema():\n    assert True\n"
+    commit(
+        repo, {"src/schema.json": '{"type": "array"}\n', "tests/test_cart.py": added}, f"schema: fix\n\n{LOG}"
+    )
+    out = tmp_path / "cases"
+    report = mine(repo, out, MineOptions())
+    assert report.dropped["the fix changes product code and only adds tests"] == 1
