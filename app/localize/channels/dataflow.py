@@ -148,7 +148,7 @@ def definitions(ctx: Context, name: str, use: Statement) -> list[int]:
     """Statements that may have assigned ``name`` before ``use`` read it."""
     facts = ctx.facts
     if name.startswith("attr:"):
-        found = [sid for sid, names in facts.defs.items() if name in names and sid != use.sid]
+        found = [sid for sid in ctx.definers.get(name, ()) if sid != use.sid]
         return found + class_attributes(ctx, name.removeprefix("attr:"))
     function = ctx.functions[use.function]
     local = [sid for sid in function.statements if name in facts.defs.get(sid, ()) and sid != use.sid]
@@ -166,8 +166,9 @@ def definitions(ctx: Context, name: str, use: Statement) -> list[int]:
     modules = sorted(
         (f for f in ctx.functions.values() if f.kind == "module"), key=lambda f: f.path != use.path
     )
-    for module in modules:
-        found = [sid for sid in module.statements if name in facts.defs.get(sid, ())]
+    binders = ctx.definers.get(name, ())
+    for module in modules:  # a module's statements are ascending sids, as ``binders`` are
+        found = [sid for sid in binders if ctx.statements[sid].function == module.fid]
         if found:
             return found
     return []
@@ -184,11 +185,11 @@ def class_attributes(ctx: Context, name: str) -> list[int]:
         )
         if module is None:
             continue
-        for sid in module.statements:
+        for sid in ctx.definers.get(name, ()):  # ascending, as the module's statements are
+            if ctx.statements[sid].function != module.fid:
+                continue
             line = ctx.statements[sid].start_line
-            if name in ctx.facts.defs.get(sid, ()) and any(
-                start < line <= end for start, end, _ in source.container_headers
-            ):
+            if any(start < line <= end for start, end, _ in source.container_headers):
                 found.append(sid)
     return found
 
