@@ -80,6 +80,7 @@ class Checkout:
     _modules: dict[tuple[str, str, int], list[str]] = field(default_factory=dict, repr=False, compare=False)
     _helpers: dict[tuple[str, ...], list[str]] = field(default_factory=dict, repr=False, compare=False)
     _conftests: dict[tuple[str, str], list[str]] = field(default_factory=dict, repr=False, compare=False)
+    _facts: dict[str, _FileFacts | None] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def scan(cls, root: Path) -> Checkout:
@@ -141,6 +142,13 @@ class Checkout:
             others = ", ".join("/".join(p) for p in candidates if p != best[0])[:300]
             warnings.append(f"{printed} matched {chosen}; a same-named file is also at {others}")
         return chosen, warnings
+
+    def facts(self, rel: str) -> _FileFacts | None:
+        """The syntax facts of ``rel`` (None: unreadable, or not Python that parses), once per file."""
+        if rel not in self._facts:
+            content = self.read(rel)
+            self._facts[rel] = None if content is None else _file_facts(content)
+        return self._facts[rel]
 
     def read(self, rel: str) -> str | None:
         """The text of ``rel``, or None when it cannot or must not be read (``read_checked`` says why)."""
@@ -297,16 +305,14 @@ def _conftests(test_file: str, tail: str, checkout: Checkout) -> list[str]:
     ]
     if not candidates:
         return []
-    source = checkout.read(test_file)
-    facts = _file_facts(source) if source is not None else None
+    facts = checkout.facts(test_file)
     if facts is None:
         return []
     requested = facts.requested(tail)
     local = facts.fixtures
     defined: list[tuple[str, dict[str, _Fixture]]] = []
     for rel in candidates:
-        content = checkout.read(rel)
-        parsed = _file_facts(content) if content is not None else None
+        parsed = checkout.facts(rel)
         if parsed is not None:
             defined.append((rel, parsed.fixtures))
     for _, fixtures in defined:  # autouse fixtures run for every test below their conftest
@@ -508,7 +514,8 @@ def _helpers(scripts: list[str], checkout: Checkout) -> list[str]:
             content = checkout.read(rel)
             if content is None:
                 continue
-            for module, level in _file_imports(content):
+            facts = checkout.facts(rel)
+            for module, level in facts.imports if facts is not None else _imports_by_line(content):
                 key = (rel, module, level)
                 files = checkout._modules.get(key)
                 if files is None:
@@ -531,12 +538,6 @@ def imports(source: str) -> list[tuple[str, int]]:
     except (SyntaxError, ValueError):
         return _imports_by_line(source)
     return _imports_of(tree)
-
-
-def _file_imports(source: str) -> Sequence[tuple[str, int]]:
-    """``imports(source)``, from the file's facts derived once per content."""
-    facts = _file_facts(source)
-    return facts.imports if facts is not None else _imports_by_line(source)
 
 
 def _imports_of(tree: ast.Module) -> list[tuple[str, int]]:

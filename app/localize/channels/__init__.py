@@ -67,6 +67,11 @@ class Context:
         return build_facts(self.analysis.program, self.analysis.trees)
 
     @cached_property
+    def modules(self) -> tuple[Function, ...]:
+        """The files' module pseudo-functions, in the program's order."""
+        return tuple(f for f in self.functions.values() if f.kind == "module")
+
+    @cached_property
     def definers(self) -> dict[str, tuple[int, ...]]:
         """Name -> the statements that bind it, in statement order: the data-flow channel's
         lookups, indexed once per parse instead of a scan of every statement per name."""

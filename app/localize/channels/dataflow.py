@@ -163,9 +163,7 @@ def definitions(ctx: Context, name: str, use: Statement) -> list[int]:
         if found:
             return found
         enclosing = ctx.functions.get(enclosing.parent) if enclosing.parent else None
-    modules = sorted(
-        (f for f in ctx.functions.values() if f.kind == "module"), key=lambda f: f.path != use.path
-    )
+    modules = sorted(ctx.modules, key=lambda f: f.path != use.path)
     binders = ctx.definers.get(name, ())
     for module in modules:  # a module's statements are ascending sids, as ``binders`` are
         found = [sid for sid in binders if ctx.statements[sid].function == module.fid]
@@ -180,9 +178,7 @@ def class_attributes(ctx: Context, name: str) -> list[int]:
     for source in ctx.analysis.program.files:
         if not source.container_headers:
             continue
-        module = next(
-            (f for f in ctx.functions.values() if f.kind == "module" and f.path == source.path), None
-        )
+        module = next((f for f in ctx.modules if f.path == source.path), None)
         if module is None:
             continue
         for sid in ctx.definers.get(name, ()):  # ascending, as the module's statements are
