@@ -449,7 +449,7 @@ def ci_server_row(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     heuristic ranker) sent over keep-alive connections; CPU per request of the main process."""
     import asyncio
     import os
-    import signal
+    import socket
     import subprocess
 
     load = _loadbench()
@@ -471,8 +471,6 @@ def ci_server_row(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         deadline = time.monotonic() + 30
         while True:
             try:
-                import socket
-
                 with socket.create_connection(("127.0.0.1", port), timeout=1):
                     break
             except OSError:
@@ -481,11 +479,7 @@ def ci_server_row(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                 time.sleep(0.1)
         base = fire(url, trivial.pid)
     finally:
-        trivial.send_signal(signal.SIGTERM)
-        try:
-            trivial.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            trivial.kill()
+        load.stop(trivial)
     keys = ("requests_per_s", "p50_ms", "server_main_cpu_ms_per_request", "server_cpu_ms_per_request", "ok")
     return {
         "requests": requests,
