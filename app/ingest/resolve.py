@@ -20,7 +20,7 @@ import os
 import re
 import stat
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -540,9 +540,18 @@ def imports(source: str) -> list[tuple[str, int]]:
     return _imports_of(tree)
 
 
+_HOLDS_STATEMENTS = (ast.stmt, ast.excepthandler, ast.match_case)
+
+
 def _imports_of(tree: ast.Module) -> list[tuple[str, int]]:
+    """The imports in ``ast.walk``'s order (breadth first), walking statements only: an import is
+    a statement, and every statement's parents are statements (or handlers and match cases), so
+    leaving out the expressions keeps each statement's depth and place."""
     out: list[tuple[str, int]] = []
-    for node in ast.walk(tree):
+    queue: deque[ast.AST] = deque([tree])
+    while queue:
+        node = queue.popleft()
+        queue.extend(c for c in ast.iter_child_nodes(node) if isinstance(c, _HOLDS_STATEMENTS))
         if isinstance(node, ast.Import):
             out.extend((alias.name, 0) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
