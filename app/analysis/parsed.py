@@ -185,7 +185,7 @@ class _FileCache:
     """``_File`` records by path and content, the least recently used evicted first; bounded by
     entries and by the files' characters. Thread-safe; a file is parsed outside the lock."""
 
-    def __init__(self, max_entries: int = 256, max_chars: int = 1_000_000) -> None:
+    def __init__(self, max_entries: int = 64, max_chars: int = 500_000) -> None:
         self.max_entries = max_entries
         self.max_chars = max_chars
         self._entries: OrderedDict[tuple[str, str], _File] = OrderedDict()

@@ -221,7 +221,7 @@ def test_a_file_in_another_set_of_scripts_gives_the_answers_a_fresh_parse_gives(
     warm = analyze([helper, test], LOG_FAILED_AT_PORT, limits=CostLimits())
     ranked = _ranking(warm)
     monkeypatch.setattr(parsed, "_FILES", parsed._FileCache())  # nothing kept: every file parsed anew
-    monkeypatch.setattr(facts, "_WALKS", facts._Walks(32))
+    monkeypatch.setattr(facts, "_WALKS", facts._Walks(8))
     cold = analyze([helper, test], LOG_FAILED_AT_PORT, limits=CostLimits())
     assert warm == cold
     assert _ranking(cold) == ranked

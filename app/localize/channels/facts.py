@@ -211,7 +211,7 @@ class _Walks:
                 self._items.popitem(last=False)
 
 
-_WALKS = _Walks(32)
+_WALKS = _Walks(8)  # a file comes back in the sets of scripts right after its first: few are kept
 
 
 def _text(node: Node | None) -> str:
