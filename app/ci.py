@@ -16,7 +16,8 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from app.analysis.limits import CostLimits
-from app.analysis.model import Script
+from app.analysis.logparse import parse_log
+from app.analysis.model import ParsedLog, Script
 from app.analysis.parsed import ParseCache
 from app.history.signatures import log_signature, normalise_error
 from app.ingest.base import Results, TestRun
@@ -176,18 +177,38 @@ def history_key(run: TestRun) -> str:
     return parse_test_id(run.test_id, run.suite)[0].key
 
 
-def local_triager(
-    options: TriageOptions,
-    client: ModelClient | None,
-    *,
-    history: HistoryReader | None = None,
-    limits: CostLimits | None = None,
-) -> Triager:
+class LocalTriager:
     """Triage in this process through ``app.triage``; the failed tests of one job share the scripts'
-    parses. With ``history`` each test's recorded runs are read first and fused where they apply."""
-    parses = ParseCache()
+    parses. With ``history`` each test's recorded runs are read first and fused where they apply.
 
-    async def one(run: TestRun, scripts: Sequence[Script]) -> TriageResult:
+    A test's log is parsed once: ``triage_results`` finds the test's scripts from the frames of
+    ``parse(run)`` and hands the same parse to the triage.
+    """
+
+    def __init__(
+        self,
+        options: TriageOptions,
+        client: ModelClient | None,
+        history: HistoryReader | None,
+        limits: CostLimits | None,
+    ) -> None:
+        self.options = options
+        self.client = client
+        self.history = history
+        self.limits = limits
+        self.parses = ParseCache()
+
+    def parse(self, run: TestRun) -> ParsedLog | None:
+        """The run's log parsed as finding its scripts reads it, when the triage reads it alike (a
+        log format given by the options is the analysis' own: the two parse apart then)."""
+        if (self.options.log_format or "auto").strip() != "auto" or not run.log:
+            return None
+        return parse_log(run.log)
+
+    async def __call__(
+        self, run: TestRun, scripts: Sequence[Script], parsed: ParsedLog | None = None
+    ) -> TriageResult:
+        options, client, history = self.options, self.client, self.history
         test, runs, note = None, (), None
         if history is not None:
             test = history_key(run)
@@ -200,14 +221,24 @@ def local_triager(
             run.log,
             options,
             client=client,
-            limits=limits,
-            parses=parses,
+            limits=self.limits,
+            parses=self.parses,
             test=test,
             history=runs,
             note=note,
+            parsed_log=parsed,
         )
 
-    return one
+
+def local_triager(
+    options: TriageOptions,
+    client: ModelClient | None,
+    *,
+    history: HistoryReader | None = None,
+    limits: CostLimits | None = None,
+) -> LocalTriager:
+    """A ``LocalTriager``: triage in this process, the job's parses shared."""
+    return LocalTriager(options, client, history, limits)
 
 
 async def triage_run(
@@ -217,8 +248,10 @@ async def triage_run(
     warnings: Sequence[str] = (),
     *,
     max_log_bytes: int | None = None,
+    parsed: ParsedLog | None = None,
 ) -> TriagedRun:
-    """One failed test's triage, or the reason it has none (never an exception)."""
+    """One failed test's triage, or the reason it has none (never an exception); ``parsed``: the
+    run's log as a ``LocalTriager`` parsed it."""
     names = tuple(s.path for s in scripts)
     size = len(run.log.encode("utf-8"))
     if max_log_bytes is not None and size > max_log_bytes:
@@ -233,7 +266,10 @@ async def triage_run(
             run, names, None, "the results hold no log or traceback for this test", tuple(warnings)
         )
     try:
-        result = await triager(run, scripts)
+        if parsed is not None and isinstance(triager, LocalTriager):
+            result = await triager(run, scripts, parsed)
+        else:
+            result = await triager(run, scripts)
     except ValueError as exc:
         return TriagedRun(run, names, None, f"triage refused: {exc}", tuple(warnings))
     triage_id = int(result.id) if result.id is not None and result.id.isdigit() else None
@@ -248,14 +284,26 @@ async def triage_results(
     max_files: int = 20,
     max_log_bytes: int | None = None,
 ) -> CiReport:
-    """Triage every failed test of ``results``; scripts come from ``checkout``, ``max_files`` per test."""
+    """Triage every failed test of ``results``; scripts come from ``checkout``, ``max_files`` per test.
+
+    Each test's scripts are found when its triage starts (at most ``CONCURRENCY`` at once), so
+    that a log parsed for its frames is alive only until its triage has read it too.
+    """
     gate = asyncio.Semaphore(CONCURRENCY)
+    local = triager if isinstance(triager, LocalTriager) else None
 
     async def one(run: TestRun) -> TriagedRun:
-        scripts, warnings = find_scripts(run, checkout, max_files=max_files)
         async with gate:
+            parsed = local.parse(run) if local is not None else None
+            frames = parsed.frames if parsed is not None else None
+            scripts, warnings = find_scripts(run, checkout, max_files=max_files, frames=frames)
             return await triage_run(
-                run, scripts, triager, [*run.warnings, *warnings], max_log_bytes=max_log_bytes
+                run,
+                scripts,
+                triager,
+                [*run.warnings, *warnings],
+                max_log_bytes=max_log_bytes,
+                parsed=parsed,
             )
 
     triaged = tuple(await asyncio.gather(*(one(run) for run in results.failed)))

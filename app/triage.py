@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from app.analysis.context import REFINEMENTS, EstimateOptions
 from app.analysis.grounding import missing_evidence
 from app.analysis.limits import CostLimits
-from app.analysis.model import Script
+from app.analysis.model import ParsedLog, Script
 from app.analysis.parsed import ParseCache
 from app.analysis.pipeline import analyze
 from app.analysis.render import render
@@ -85,12 +85,14 @@ def prepare(
     explain: bool = False,
     limits: CostLimits | None = None,
     parses: ParseCache | None = None,
+    parsed_log: ParsedLog | None = None,
 ) -> RankRequest:
     """The static phase (no I/O): analysis, rendered code and prompt; ``ValueError`` for bad options.
 
     ``explain`` keeps each line's reason (for the stored snapshot the dashboard shows); ``limits``
     refuses a case over them (``InputTooCostly``) before the analysis runs; ``parses`` reuses what
-    an earlier analysis of the same scripts derived from them alone."""
+    an earlier analysis of the same scripts derived from them alone; ``parsed_log`` is the log
+    already parsed with the options' log format."""
     opts = check_options(options)
     refinements_off = [name for name in opts.disabled_channels if name in REFINEMENTS]
     analysis = analyze(
@@ -103,6 +105,7 @@ def prepare(
         options=EstimateOptions().without(refinements_off) if refinements_off else None,
         limits=limits,
         parses=parses,
+        parsed_log=parsed_log,
     )
     rendered = render(analysis, opts.trace, opts.level)
     prompt_rendered = rendered
@@ -136,13 +139,15 @@ async def triage(
     test: str | None = None,
     history: Sequence[HistoryRun] = (),
     note: str | None = None,
+    parsed_log: ParsedLog | None = None,
 ) -> TriageResult:
     """Rank the ``options.k`` most suspicious elements; ``ValueError`` for bad options or a case
     over ``limits``. ``parses`` shares the scripts' parse between failures of the same scripts;
     ``test`` and ``history`` are the failing test's key and its recorded runs, ``note`` why none
-    were read."""
+    were read; ``parsed_log`` the log already parsed with the options' log format."""
     started = time.perf_counter()
-    request = with_history(prepare(scripts, log, options, limits=limits, parses=parses), test, history)
+    prepared = prepare(scripts, log, options, limits=limits, parses=parses, parsed_log=parsed_log)
+    request = with_history(prepared, test, history)
     return await rank(request, client=client, started=started, note=note)
 
 

@@ -314,11 +314,16 @@ def standin(delay_s: float) -> Iterator[str]:
             raise SystemExit(f"loadbench: the stand-in model server did not start ({url!r})")
         yield url
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc)
+
+
+def stop(proc: subprocess.Popen[Any], timeout: float = 10) -> None:
+    """SIGTERM, then SIGKILL if ``proc`` has not ended within ``timeout`` seconds."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
 
 
 @contextmanager
@@ -349,11 +354,7 @@ def server(
             time.sleep(0.1)
         yield url, proc.pid
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc, 15)
         log.close()
 
 

@@ -75,3 +75,49 @@ def test_log_parsing_figures_for_each_kind_of_log(capsys: pytest.CaptureFixture[
     assert [r["log"] for r in rows] == ["prefixed", "plain", "avocado"]
     for r in rows:
         assert r["lines"] >= 290 and r["us_per_line"] > 0 and r["peak_x_log"] > 0
+
+
+def test_ci_job_is_seeded_and_tcfl_ci_triages_it(tmp_path: Path) -> None:
+    from tcfl_lab.bench import make_ci_job
+
+    one = make_ci_job(tmp_path / "a", tests=60, failures=6, modules=3, seed=3)
+    two = make_ci_job(tmp_path / "b", tests=60, failures=6, modules=3, seed=3)
+    assert one.results.read_bytes() == two.results.read_bytes()
+    assert [p.read_text() for p in one.scripts] == [p.read_text() for p in two.scripts]
+    text = one.results.read_text()
+    assert text.count("<testcase ") == 60 and text.count("<failure ") == 6
+    from app.ingest import read_results
+    from app.ingest.resolve import Checkout, find_scripts
+
+    results = read_results(one.results, "auto")
+    checkout = Checkout.scan(one.root)
+    for run in results.failed:  # each failure's traceback points at its test's own lines
+        scripts, _ = find_scripts(run, checkout)
+        assert scripts[0].path.startswith("tests/test_mod_") and "lib/helpers.py" in {s.path for s in scripts}
+        analysis = analyze(scripts, run.log, variants=("tplus",), explain=False)
+        assert analysis.error_frames and analysis.match.exe
+
+
+@pytest.mark.slow  # `tcfl ci` twice in processes of its own, and the static phase on a real script
+def test_ci_figures_for_the_job_and_the_log_points(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["--ci", "--ci-parts", "job", "logs", "--ci-tests", "40", "--ci-failures", "4"]
+    assert main([*argv, "--ci-modules", "2", "--log-lines", "300", "--repeat", "1", "--json"]) == 0
+    body = json.loads(capsys.readouterr().out)["ci"]
+    job = body["job"]
+    assert (job["tests"], job["failures"], job["modules"]) == (40, 4, 2)
+    for mode in ("no_store", "stored"):
+        assert job[mode]["exit_status"] == 0 and job[mode]["cpu_s"] > 0 and job[mode]["peak_mib"] > 0
+        assert job[mode]["ms_per_failed_test"] == pytest.approx(job[mode]["cpu_s"] * 1000 / 4, rel=0.01)
+    assert job["parse_scripts_ms"] > 0
+    [row] = body["logs"]
+    assert row["log_lines"] >= 290 and row["script_lines"] > 2700 and row["static_x_parse"] > 0
+    assert "server" not in body
+
+
+@pytest.mark.slow  # starts `tcfl serve` with its analysis workers, and the trivial endpoint
+def test_ci_server_figures_beside_the_trivial_endpoint(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--ci", "--ci-parts", "server", "--ci-requests", "30", "--json"]) == 0
+    server = json.loads(capsys.readouterr().out)["ci"]["server"]
+    for name in ("tcfl", "trivial"):
+        assert server[name]["ok"] == 30 and server[name]["server_main_cpu_ms_per_request"] > 0
+    assert server["throughput_x_trivial"] > 0

@@ -54,10 +54,25 @@ def match_messages(
     statement matches that statement uniquely. ``multi`` holds L_mm less L_exe: statements seen
     only in messages that also matched another statement.
     """
-    errors = frozenset(error_sids)
-    patterns = _patterns(static)
-    statements = frozenset(p.sid for p in patterns)
-    index = _Index(patterns)
+    return Matcher(static).match(messages, error_sids)
+
+
+class Matcher:
+    """``match_messages`` for one set of log statements: the patterns and their automaton are
+    built once and serve every log of the same scripts (read-only once built)."""
+
+    def __init__(self, static: Sequence[LogStatement]) -> None:
+        patterns = _patterns(static)
+        self.statements = frozenset(p.sid for p in patterns)
+        self.index = _Index(patterns)
+
+    def match(self, messages: Sequence[LogMessage], error_sids: Iterable[int]) -> MatchResult:
+        return _match(self.statements, self.index, messages, frozenset(error_sids))
+
+
+def _match(
+    statements: frozenset[int], index: _Index, messages: Sequence[LogMessage], errors: frozenset[int]
+) -> MatchResult:
 
     # Logs repeat messages: each distinct text is matched once (all of them in one automaton
     # pass) and the result fanned out. Which statements end in L_exe and L_mm does not depend on

@@ -11,10 +11,12 @@ the spectra keep the passes that carry no log.
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import Iterable
+from typing import Any
 
 from app.analysis.callsites import call_sites
-from app.analysis.cfg import EXIT, RAISE, flow_graph
+from app.analysis.cfg import EXIT, RAISE, FlowGraph, flow_graph
 from app.analysis.estimate import to_lines
 from app.analysis.graphs import reachable
 from app.analysis.lifecycle import is_setup, is_teardown
@@ -46,22 +48,35 @@ def function_of_test(program: Program, test: str) -> Function | None:
     return found[0] if len(found) == 1 else None
 
 
-def _callees(program: Program) -> dict[int, list[Function]]:
-    """Statement id -> the functions it may call (``call_sites`` read the other way round)."""
-    by_fid = {f.fid: f for f in program.functions}
-    callees: dict[int, list[Function]] = {}
-    for fid, sites in call_sites(program).items():
-        for s in sites:
-            callees.setdefault(s, []).append(by_fid[fid])
-    return callees
+_MEMOS: dict[int, dict[Any, Any]] = {}
+
+
+def _memo(program: Program) -> dict[Any, Any]:
+    """What this module derived from ``program`` alone, kept while the program lives: a CI job
+    records thousands of passes of the same scripts, each asking about its own test."""
+    key = id(program)
+    found = _MEMOS.get(key)
+    if found is None:
+        found = _MEMOS[key] = {}
+        weakref.finalize(program, _MEMOS.pop, key, None)
+    return found
 
 
 def on_every_path(program: Program, fn: Function) -> frozenset[int]:
     """Statements of ``fn`` that every walk from its entry to its normal exit passes (exception
     edges to handlers included as walks); empty when the flow graph has no such walk."""
+    memo = _memo(program)
+    key = ("every", fn.fid)
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = _on_every_path(program, fn)
+    return found
+
+
+def _on_every_path(program: Program, fn: Function) -> frozenset[int]:
     if len(fn.statements) > MAX_STATEMENTS:
         return frozenset()
-    graph = flow_graph(program, fn)
+    graph = _graph(program, fn)
     if graph.entry is None:
         return frozenset()
     succ: dict[int, list[int]] = {EXIT: [], RAISE: []}
@@ -114,7 +129,7 @@ def must_run(program: Program, test: str) -> frozenset[int]:
         seen.add(f.fid)
         chain = on_every_path(program, f)
         out |= chain
-        exc = flow_graph(program, f).exc if chain else {}
+        exc = _graph(program, f).exc if chain else {}
         for sid in chain:
             found = callees.get(sid, [])
             if len(found) != 1 or exc.get(sid):
@@ -126,6 +141,28 @@ def must_run(program: Program, test: str) -> frozenset[int]:
             if direct and not _CONDITIONAL.search(text) and _plain(program, callee, lines):
                 todo.append(callee)
     return frozenset(out)
+
+
+def _graph(program: Program, fn: Function) -> FlowGraph:
+    memo = _memo(program)
+    found = memo.get(("graph", fn.fid))
+    if found is None:
+        found = memo[("graph", fn.fid)] = flow_graph(program, fn)
+    return found  # type: ignore[no-any-return]
+
+
+def _callees(program: Program) -> dict[int, list[Function]]:
+    """sid -> the functions its calls may reach (``call_sites``), once per program."""
+    memo = _memo(program)
+    found = memo.get("callees")
+    if found is None:
+        by_fid = {f.fid: f for f in program.functions}
+        found = {}
+        for fid, sites in call_sites(program).items():
+            for s in sites:
+                found.setdefault(s, []).append(by_fid[fid])
+        memo["callees"] = found
+    return found  # type: ignore[no-any-return]
 
 
 def _plain(program: Program, fn: Function, lines: dict[str, tuple[str, ...]]) -> bool:
@@ -159,11 +196,11 @@ def passing_states(program: Program, test: str) -> dict[Loc, State]:
     ran = must_run_lines(program, test)
     if not ran:
         return {}
-    return {
-        Loc(f.path, n): State.EXE if Loc(f.path, n) in ran else State.DBT
-        for f in program.files
-        for n in sorted(f.code_lines)
-    }
+    memo = _memo(program)
+    code = memo.get("code")
+    if code is None:
+        code = memo["code"] = [Loc(f.path, n) for f in program.files for n in sorted(f.code_lines)]
+    return {loc: State.EXE if loc in ran else State.DBT for loc in code}
 
 
 def reached_files(program: Program, test: str) -> frozenset[str] | None:

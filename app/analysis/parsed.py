@@ -10,6 +10,12 @@ computed for a script seen before.
 
 Everything kept here is read-only once built (frozen records, tuples, dicts nobody writes);
 ``tests/analysis/test_parsed.py`` checks that cached and fresh analyses agree in any order.
+
+A file comes back in other sets too (a test module with the traceback's helper named second,
+or third after a conftest): what one file alone gives (its syntax tree, its check against the
+cost limits, its log calls) is kept per file as well (``_FileCache``), so a new set parses only
+what is new; each set gets its own copy of a kept tree (tree-sitter trees are not to be read by
+two threads at once).
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
-from tree_sitter import Tree
+from tree_sitter import Node, Tree
 
 from app.analysis.callsites import call_sites
 from app.analysis.cfg import FlowGraph, build_blocks, flow_graph
@@ -68,6 +74,14 @@ class ParsedScripts:
                 self._derived[build] = build(self.program, self.trees)
             return self._derived[build]
 
+    def kept(self, build: Callable[[ParsedScripts], T]) -> T:
+        """``build(self)``, computed once per parse: what a step derives from the whole parse (the
+        matcher of its log statements, the owners of its lines), kept beside ``derived``'s."""
+        with self._lock:
+            if build not in self._derived:
+                self._derived[build] = build(self)
+            return self._derived[build]
+
     def check(self, scripts: Sequence[Script], limits: CostLimits | None) -> None:
         """Raise ``InputTooCostly`` where these trees exceed ``limits``; nothing when they were
         already found within limits at least as strict."""
@@ -97,9 +111,11 @@ def parse_scripts(
     scripts: Sequence[Script], patterns: tuple[str, ...], limits: CostLimits | None = None
 ) -> ParsedScripts:
     """Parse the scripts and build their program model; ``InputTooCostly`` over ``limits``."""
-    trees = tuple(parse_tree(normalize_newlines(s.content)) for s in scripts)
+    files = [_FILES.get(s) for s in scripts]
+    trees = tuple(f.tree.copy() for f in files)
     if limits is not None:
-        _check_trees(scripts, trees, limits)
+        for script, file, tree in zip(scripts, files, trees, strict=True):
+            file.check(script.path, tree, limits)
     captures = [call_captures(tree) for tree in trees]  # one query per script, for calls and logging
     program = parse_program(scripts, trees, captures)
     index = line_index(program)
@@ -108,7 +124,7 @@ def parse_scripts(
         trees=trees,
         program=program,
         index=index,
-        log_statements=_log_statements(index, scripts, trees, captures, patterns),
+        log_statements=_log_statements(index, scripts, files, trees, captures, patterns),
         graphs=graphs,
         blocks=build_blocks(program, graphs),
         sites=call_sites(program),
@@ -119,18 +135,83 @@ def parse_scripts(
 def _log_statements(
     index: LineIndex,
     scripts: Sequence[Script],
+    files: Sequence[_File],
     trees: Sequence[Tree],
     captures: Sequence[Captures],
     patterns: tuple[str, ...],
 ) -> tuple[LogStatement, ...]:
     out: list[LogStatement] = []
-    for script, tree, found in zip(scripts, trees, captures, strict=True):
-        callees = found.get("callee", [])
-        for ls in find_log_statements(tree.root_node, script.path, patterns, callees):
+    for script, file, tree, found in zip(scripts, files, trees, captures, strict=True):
+        for ls in file.log_calls(script.path, tree, found.get("callee", []), patterns):
             st = index.get((script.path, ls.line))
             if st is not None:  # built directly: dataclasses.replace costs far more than a constructor call
                 out.append(LogStatement(ls.path, ls.line, ls.end_line, ls.callee, ls.parts, st.sid))
     return tuple(out)
+
+
+class _File:
+    """What one file alone gives the parse: its tree (copied for each set that reads it), the
+    loosest cost limits it was found within, its log calls per log-function patterns."""
+
+    def __init__(self, tree: Tree) -> None:
+        self.tree = tree
+        self.checked: CostLimits | None = None
+        self.calls: dict[tuple[str, ...], tuple[LogStatement, ...]] = {}
+        self._lock = threading.Lock()
+
+    def check(self, path: str, tree: Tree, limits: CostLimits) -> None:
+        """``check_tree`` of the file's tree (``tree``: this set's copy), once per limits."""
+        with self._lock:
+            if _within(self.checked, limits):
+                return
+        check_tree(path, tree, limits)
+        with self._lock:
+            self.checked = limits
+
+    def log_calls(
+        self, path: str, tree: Tree, callees: Sequence[Node], patterns: tuple[str, ...]
+    ) -> tuple[LogStatement, ...]:
+        """The file's log calls (without statement ids), found once per patterns."""
+        with self._lock:
+            found = self.calls.get(patterns)
+        if found is None:
+            found = tuple(find_log_statements(tree.root_node, path, patterns, callees))
+            with self._lock:
+                self.calls[patterns] = found
+        return found
+
+
+class _FileCache:
+    """``_File`` records by path and content, the least recently used evicted first; bounded by
+    entries and by the files' characters. Thread-safe; a file is parsed outside the lock."""
+
+    def __init__(self, max_entries: int = 64, max_chars: int = 500_000) -> None:
+        self.max_entries = max_entries
+        self.max_chars = max_chars
+        self._entries: OrderedDict[tuple[str, str], _File] = OrderedDict()
+        self._chars = 0
+        self._lock = threading.Lock()
+
+    def get(self, script: Script) -> _File:
+        key = (script.path, script.content)
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None:
+                self._entries.move_to_end(key)
+                return found
+        file = _File(parse_tree(normalize_newlines(script.content)))
+        size = len(script.content)
+        with self._lock:
+            if size <= self.max_chars and key not in self._entries:
+                self._entries[key] = file
+                self._chars += size
+                while len(self._entries) > self.max_entries or self._chars > self.max_chars:
+                    (_, content), _ = self._entries.popitem(last=False)
+                    self._chars -= len(content)
+        return file
+
+
+_FILES = _FileCache()
 
 
 class ParseCache:

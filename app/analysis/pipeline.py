@@ -17,9 +17,9 @@ from app.analysis.estimate import EstimateOptions, estimate
 from app.analysis.lifecycle import lifecycle
 from app.analysis.limits import CostLimits, check_text
 from app.analysis.logparse import parse_log, script_frames
-from app.analysis.matching import match_messages
-from app.analysis.model import Analysis, Script
-from app.analysis.parsed import ParseCache, log_patterns, parse_scripts
+from app.analysis.matching import Matcher
+from app.analysis.model import Analysis, ParsedLog, Script
+from app.analysis.parsed import ParseCache, ParsedScripts, log_patterns, parse_scripts
 from app.analysis.selection import is_test_function, select_tests
 
 
@@ -34,6 +34,7 @@ def analyze(
     variants: Collection[str] | None = None,
     limits: CostLimits | None = None,
     parses: ParseCache | None = None,
+    parsed_log: ParsedLog | None = None,
 ) -> Analysis:
     """Run the whole static phase. Raises ValueError only for invalid options (patterns, format).
 
@@ -41,12 +42,18 @@ def analyze(
     adds each line's evidence (for `tcfl trace` and the dashboard), which triage does not need.
     With ``limits`` the case's cost is checked first, on the trees the analysis then uses
     (``InputTooCostly``, a ValueError). ``parses`` reuses the script-only half of an analysis of
-    the same scripts (``app.analysis.parsed``).
+    the same scripts (``app.analysis.parsed``); ``parsed_log`` is ``log`` already parsed with
+    ``prefix_format`` (a caller that read its frames first), so that it is parsed once.
     """
     with gc_paused():
         return _analyze(
-            scripts, log, log_functions, options, prefix_format, explain, variants, limits, parses
+            scripts, log, log_functions, options, prefix_format, explain, variants, limits, parses, parsed_log
         )
+
+
+def _matcher(parse: ParsedScripts) -> Matcher:
+    """The static log statements' matcher, built once per parse of the scripts."""
+    return Matcher([s for s in parse.log_statements if s.is_static])
 
 
 _gc_lock = threading.Lock()
@@ -84,6 +91,7 @@ def _analyze(
     variants: Collection[str] | None,
     limits: CostLimits | None = None,
     parses: ParseCache | None = None,
+    parsed_log: ParsedLog | None = None,
 ) -> Analysis:
     if not scripts:
         raise ValueError("no test scripts given")
@@ -97,7 +105,7 @@ def _analyze(
         parse_scripts(scripts, patterns, limits) if parses is None else parses.get(scripts, patterns, limits)
     )
     program, index, log_statements = parse.program, parse.index, parse.log_statements
-    parsed = parse_log(log, prefix_format=prefix_format)
+    parsed = parse_log(log, prefix_format=prefix_format) if parsed_log is None else parsed_log
     warnings: list[str] = [*program.warnings, *parsed.warnings]
 
     frames, frame_warnings = script_frames(parsed.frames, {f.path: f.lines for f in program.files})
@@ -118,7 +126,7 @@ def _analyze(
             error_sids.append(st.sid)
     if parsed.frames and not frames:
         warnings.append("the log's traceback has no frame in the submitted scripts")
-    match = match_messages([s for s in log_statements if s.is_static], parsed.messages, error_sids)
+    match = parse.kept(_matcher).match(parsed.messages, error_sids)
 
     graphs, blocks, sites = parse.graphs, parse.blocks, parse.sites
     coverage = log_coverage(log_statements, match, parsed)

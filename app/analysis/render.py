@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from app.analysis.model import Analysis, Block, Loc, Program
+
+if TYPE_CHECKING:
+    from app.analysis.parsed import ParsedScripts
 
 LEVELS: tuple[str, ...] = ("function", "block", "line")
 FILE_HEADER = "# file: {path}"
@@ -145,12 +148,19 @@ def analysis_owners(analysis: Analysis) -> dict[Loc, _Owner]:
 
     Kept while the analysis lives (a triage renders two or three levels; eval renders dozens).
     """
+    parse = analysis.parsed
+    if parse is not None and parse.program is analysis.program and parse.blocks is analysis.blocks:
+        return parse.kept(_parse_owners)  # script-only: once per parse, whatever the log
     key = id(analysis)
     found = _OWNERS.get(key)
     if found is None:
         found = _OWNERS[key] = line_owners(analysis.program, analysis.blocks)
         weakref.finalize(analysis, _OWNERS.pop, key, None)
     return found
+
+
+def _parse_owners(parse: ParsedScripts) -> dict[Loc, _Owner]:
+    return line_owners(parse.program, parse.blocks)
 
 
 def line_owners(program: Program, blocks: tuple[Block, ...]) -> dict[Loc, _Owner]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 
 CLOCKS = ("cpu", "wall")  # tcfl_lab.bench.CLOCKS's keys
+CI_PARTS = ("job", "logs", "server")  # tcfl_lab.bench.CI_PARTS
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -37,6 +38,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="LINES",
         help="time log parsing instead: us per line and peak memory on plain, prefixed and avocado logs",
     )
+    p.add_argument(
+        "--ci",
+        action="store_true",
+        help="time CI-scale work instead: `tcfl ci` on a generated job (stored and --no-store), the "
+        "static phase at 1k/100k/1M log lines (or --log-lines), the server's CPU per request",
+    )
+    p.add_argument(
+        "--ci-parts", nargs="+", choices=CI_PARTS, metavar="PART", help="job, logs, server (default: all)"
+    )
+    p.add_argument("--ci-tests", type=int, default=10_000, metavar="N", help="tests of the generated job")
+    p.add_argument("--ci-failures", type=int, default=500, metavar="N", help="failed tests of the job")
+    p.add_argument("--ci-modules", type=int, default=50, metavar="N", help="test modules of the job")
+    p.add_argument("--ci-requests", type=int, default=800, metavar="N", help="requests per server timed")
+    p.add_argument("--seed", type=int, default=7, help="seed of the generated job")
     p.add_argument("--json", action="store_true", help="machine-readable rows")
 
 

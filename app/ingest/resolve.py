@@ -5,21 +5,32 @@ relative to some rootdir, dotted module names). Each is matched to the checkout 
 common path suffix, whole components only; a tie, or a same-named file elsewhere, is a warning
 that names both. Local helper modules the scripts import from the checkout come along, so the
 trace can follow calls into them.
+
+A job names the same few files for thousands of tests (its passes too, when the history records
+them): a ``Checkout`` reads each file once, and keeps what it found (matches of printed paths,
+imports, helpers, the fixtures of conftests and test files) for the job; the syntax facts of a
+file (its imports, its fixtures) are kept by content across jobs too, so a file is parsed once.
 """
 
 from __future__ import annotations
 
 import ast
+import hashlib
 import os
 import re
 import stat
-from collections.abc import Iterable
+import threading
+from collections import OrderedDict, deque
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import TypeVar
 
 from app.analysis.logparse import parse_log
-from app.analysis.model import Script
+from app.analysis.model import Frame, Script
 from app.ingest.base import TestRun
+
+T = TypeVar("T")
 
 SKIP_DIRS = frozenset(
     {
@@ -59,6 +70,17 @@ class Checkout:
     root: Path
     by_name: dict[str, list[tuple[str, ...]]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    # what this job found, kept for its other tests: read_checked's answers, where a printed path
+    # leads, the checkout files an import names, the helpers a set of scripts imports, and the
+    # conftests a test file's test uses
+    _read: dict[str, tuple[str | None, str | None]] = field(default_factory=dict, repr=False, compare=False)
+    _taken: dict[tuple[str, bool], tuple[str | None, list[str]]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+    _modules: dict[tuple[str, str, int], list[str]] = field(default_factory=dict, repr=False, compare=False)
+    _helpers: dict[tuple[str, ...], list[str]] = field(default_factory=dict, repr=False, compare=False)
+    _conftests: dict[tuple[str, str], list[str]] = field(default_factory=dict, repr=False, compare=False)
+    _facts: dict[str, _FileFacts | None] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def scan(cls, root: Path) -> Checkout:
@@ -121,18 +143,32 @@ class Checkout:
             warnings.append(f"{printed} matched {chosen}; a same-named file is also at {others}")
         return chosen, warnings
 
+    def facts(self, rel: str) -> _FileFacts | None:
+        """The syntax facts of ``rel`` (None: unreadable, or not Python that parses), once per file."""
+        if rel not in self._facts:
+            content = self.read(rel)
+            self._facts[rel] = None if content is None else _file_facts(content)
+        return self._facts[rel]
+
     def read(self, rel: str) -> str | None:
         """The text of ``rel``, or None when it cannot or must not be read (``read_checked`` says why)."""
         return self.read_checked(rel)[0]
 
     def read_checked(self, rel: str) -> tuple[str | None, str | None]:
-        """(text, None), or (None, why not). Only regular files inside the root are read.
+        """(text, None), or (None, why not). Only regular files inside the root are read, each
+        once per checkout (the job's other tests get the same answer).
 
         The checkout is input: a ``*.py`` link to ``/proc/self/environ`` would put the job's
         environment into the outputs and the database, and a FIFO would block the reader
         forever. Links are followed only while they stay under the root, and the file type is
         checked before the file is opened and again on the open file.
         """
+        found = self._read.get(rel)
+        if found is None:
+            found = self._read[rel] = self._read_checked(rel)
+        return found
+
+    def _read_checked(self, rel: str) -> tuple[str | None, str | None]:
         try:
             resolved = (self.root / rel).resolve(strict=True)
         except (OSError, RuntimeError, ValueError):  # missing, a link loop (RuntimeError before 3.13), NUL
@@ -181,17 +217,18 @@ def id_paths(test_id: str) -> list[str]:
     ]
 
 
-def find_scripts(run: TestRun, checkout: Checkout, *, max_files: int = 20) -> tuple[list[Script], list[str]]:
-    """The run's scripts (the test file first, traceback files next, then imported helpers)."""
+def find_scripts(
+    run: TestRun, checkout: Checkout, *, max_files: int = 20, frames: Sequence[Frame] | None = None
+) -> tuple[list[Script], list[str]]:
+    """The run's scripts (the test file first, traceback files next, then imported helpers).
+
+    ``frames``: the run's log's traceback frames, where the caller parsed the log already (else
+    the log is parsed here for them)."""
     warnings: list[str] = []
     chosen: list[str] = []
 
     def take(printed: str, *, guess: bool) -> None:
-        if _FOREIGN.search(printed.replace("\\", "/")):
-            return
-        if _local_outside(printed, checkout.root):
-            return  # a real file of this machine outside the checkout: the standard library, a venv
-        rel, w = checkout.match(printed, guess=guess)
+        rel, w = _taken(printed, guess, checkout)
         if rel is not None and rel not in chosen:
             chosen.append(rel)
             warnings.extend(w)
@@ -201,7 +238,9 @@ def find_scripts(run: TestRun, checkout: Checkout, *, max_files: int = 20) -> tu
     for printed in id_paths(run.test_id):
         take(printed, guess=True)
     named = chosen[:1]  # the test's own file, as the results or the test id name it
-    for frame in parse_log(run.log).frames if run.log else ():
+    if frames is None:
+        frames = parse_log(run.log).frames if run.log else ()
+    for frame in frames:
         take(frame.path, guess=False)
     if not chosen:
         return [], warnings
@@ -209,7 +248,11 @@ def find_scripts(run: TestRun, checkout: Checkout, *, max_files: int = 20) -> tu
         for conftest in conftests(rel, run.test_id, checkout):
             if conftest not in chosen:
                 chosen.append(conftest)
-    for helper in _helpers(chosen, checkout):
+    key = tuple(chosen)
+    helpers = checkout._helpers.get(key)
+    if helpers is None:
+        helpers = checkout._helpers[key] = _helpers(chosen, checkout)
+    for helper in helpers:
         if helper not in chosen:
             chosen.append(helper)
     if len(chosen) > max_files:
@@ -225,12 +268,35 @@ def find_scripts(run: TestRun, checkout: Checkout, *, max_files: int = 20) -> tu
     return scripts, list(dict.fromkeys(warnings))
 
 
+def _taken(printed: str, guess: bool, checkout: Checkout) -> tuple[str | None, list[str]]:
+    """The checkout file a printed path leads to (None: none, or one to leave out), with warnings."""
+    key = (printed, guess)
+    found = checkout._taken.get(key)
+    if found is None:
+        if _FOREIGN.search(printed.replace("\\", "/")) or _local_outside(printed, checkout.root):
+            # an installed package, or a real file of this machine outside the checkout: the
+            # standard library, a venv
+            found = (None, [])
+        else:
+            found = checkout.match(printed, guess=guess)
+        checkout._taken[key] = found
+    return found
+
+
 def conftests(test_file: str, test_id: str, checkout: Checkout) -> list[str]:
     """The ``conftest.py`` files from the test file's folder up to the root (pytest's lookup) that
     define a fixture the test uses: a parameter of the test function, ``usefixtures``, an autouse
     fixture, or one those fixtures request in turn. Nearest first; nothing outside the checkout."""
     if "conftest.py" not in checkout.by_name:
         return []
+    key = (test_file, _test_name(test_id))
+    found = checkout._conftests.get(key)
+    if found is None:
+        found = checkout._conftests[key] = _conftests(test_file, key[1], checkout)
+    return list(found)
+
+
+def _conftests(test_file: str, tail: str, checkout: Checkout) -> list[str]:
     folder = PurePosixPath(test_file).parent
     candidates = [
         rel
@@ -239,18 +305,16 @@ def conftests(test_file: str, test_id: str, checkout: Checkout) -> list[str]:
     ]
     if not candidates:
         return []
-    source = checkout.read(test_file)
-    tree = _parse(source) if source is not None else None
-    if tree is None:
+    facts = checkout.facts(test_file)
+    if facts is None:
         return []
-    requested = _requested(tree, test_id)
-    local = _fixtures(tree)
+    requested = facts.requested(tail)
+    local = facts.fixtures
     defined: list[tuple[str, dict[str, _Fixture]]] = []
     for rel in candidates:
-        content = checkout.read(rel)
-        parsed = _parse(content) if content is not None else None
+        parsed = checkout.facts(rel)
         if parsed is not None:
-            defined.append((rel, _fixtures(parsed)))
+            defined.append((rel, parsed.fixtures))
     for _, fixtures in defined:  # autouse fixtures run for every test below their conftest
         requested |= {name for name, fixture in fixtures.items() if fixture.autouse}
     pending = list(requested)
@@ -268,6 +332,72 @@ def conftests(test_file: str, test_id: str, checkout: Checkout) -> list[str]:
 class _Fixture:
     params: tuple[str, ...]
     autouse: bool
+
+
+@dataclass(frozen=True)
+class _FileFacts:
+    """What finding scripts reads from a file's syntax tree: its imports, its module-level
+    fixtures, and the fixture names each of its test functions asks for."""
+
+    imports: tuple[tuple[str, int], ...]
+    fixtures: dict[str, _Fixture]
+    marked: frozenset[str]  # the module's ``pytestmark`` usefixtures
+    tests: tuple[tuple[str, frozenset[str]], ...]  # (function name, parameters and usefixtures)
+
+    def requested(self, tail: str) -> set[str]:
+        """Fixture names the test named ``tail`` asks for (``_requested``)."""
+        chosen = [names for name, names in self.tests if name == tail] or [
+            names for name, names in self.tests if name.startswith("test")
+        ]
+        found = set(self.marked)
+        for names in chosen:
+            found |= names
+        return found - {"self", "cls"}
+
+
+class _ByContent:
+    """A small map from a file's content (by digest) to what was derived from it, least recently
+    used evicted first: the same files come back job after job."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._items: OrderedDict[bytes, object] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, content: str, build: Callable[[str], T]) -> T:
+        key = hashlib.blake2b(content.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        with self._lock:
+            found = self._items.get(key)
+            if found is not None:
+                self._items.move_to_end(key)
+                return found  # type: ignore[return-value]
+        value = build(content)
+        with self._lock:
+            self._items[key] = value
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+        return value
+
+
+_FACTS = _ByContent(512)
+
+
+def _file_facts(source: str) -> _FileFacts | None:
+    """The file's facts (None where it does not parse), derived once per content."""
+    found = _FACTS.get(source, _build_facts)
+    return found if isinstance(found, _FileFacts) else None
+
+
+def _build_facts(source: str) -> _FileFacts | bool:
+    tree = _parse(source)
+    if tree is None:
+        return False  # kept too: a file that does not parse is not parsed again
+    return _FileFacts(
+        imports=tuple(_imports_of(tree)),
+        fixtures=_fixtures(tree),
+        marked=frozenset(_usefixtures([n.value for n in tree.body if _assigns_pytestmark(n)])),
+        tests=tuple((function.name, _asked(function, marks)) for function, marks in _test_functions(tree)),
+    )
 
 
 def _parse(source: str) -> ast.Module | None:
@@ -306,11 +436,14 @@ def _fixtures(tree: ast.Module) -> dict[str, _Fixture]:
     return found
 
 
-def _requested(tree: ast.Module, test_id: str) -> set[str]:
-    """Fixture names the test asks for: its parameters and ``usefixtures`` marks (function, class,
-    module ``pytestmark``). An id that names no function of the file: every test function's."""
-    tail = re.split(r"::|[.:]", test_id.split("[", 1)[0].split(";", 1)[0].strip())[-1]
-    found: set[str] = set(_usefixtures([n.value for n in tree.body if _assigns_pytestmark(n)]))
+def _test_name(test_id: str) -> str:
+    """The function a test id names: its last component, parameters and variant cut off."""
+    return re.split(r"::|[.:]", test_id.split("[", 1)[0].split(";", 1)[0].strip())[-1]
+
+
+def _test_functions(tree: ast.Module) -> list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, list[ast.expr]]]:
+    """Module-level functions and the methods of module-level classes, each with the marks its
+    class gives it (decorators and the class's ``pytestmark``)."""
     tests: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, list[ast.expr]]] = []
     for node in tree.body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -321,12 +454,14 @@ def _requested(tree: ast.Module, test_id: str) -> set[str]:
             tests.extend(
                 (n, marks) for n in node.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
             )
-    chosen = [t for t in tests if t[0].name == tail] or [t for t in tests if t[0].name.startswith("test")]
-    for function, marks in chosen:
-        args = function.args
-        found.update(a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs])
-        found.update(_usefixtures([*function.decorator_list, *marks]))
-    return found - {"self", "cls"}
+    return tests
+
+
+def _asked(function: ast.FunctionDef | ast.AsyncFunctionDef, marks: list[ast.expr]) -> frozenset[str]:
+    """A test function's parameters and the fixtures its own and its class's marks use."""
+    args = function.args
+    names = [a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]]
+    return frozenset((*names, *_usefixtures([*function.decorator_list, *marks])))
 
 
 def _assigns_pytestmark(node: ast.stmt) -> bool:
@@ -379,8 +514,13 @@ def _helpers(scripts: list[str], checkout: Checkout) -> list[str]:
             content = checkout.read(rel)
             if content is None:
                 continue
-            for module, level in imports(content):
-                for candidate in _module_files(rel, module, level, checkout):
+            facts = checkout.facts(rel)
+            for module, level in facts.imports if facts is not None else _imports_by_line(content):
+                key = (rel, module, level)
+                files = checkout._modules.get(key)
+                if files is None:
+                    files = checkout._modules[key] = list(_module_files(rel, module, level, checkout))
+                for candidate in files:
                     if candidate not in seen:
                         seen.add(candidate)
                         found.append(candidate)
@@ -397,8 +537,21 @@ def imports(source: str) -> list[tuple[str, int]]:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return _imports_by_line(source)
+    return _imports_of(tree)
+
+
+_HOLDS_STATEMENTS = (ast.stmt, ast.excepthandler, ast.match_case)
+
+
+def _imports_of(tree: ast.Module) -> list[tuple[str, int]]:
+    """The imports in ``ast.walk``'s order (breadth first), walking statements only: an import is
+    a statement, and every statement's parents are statements (or handlers and match cases), so
+    leaving out the expressions keeps each statement's depth and place."""
     out: list[tuple[str, int]] = []
-    for node in ast.walk(tree):
+    queue: deque[ast.AST] = deque([tree])
+    while queue:
+        node = queue.popleft()
+        queue.extend(c for c in ast.iter_child_nodes(node) if isinstance(c, _HOLDS_STATEMENTS))
         if isinstance(node, ast.Import):
             out.extend((alias.name, 0) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):

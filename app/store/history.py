@@ -146,7 +146,7 @@ def _facts(record: RunRecord, parses: ParseCache) -> Facts:
         return (record.err_sig if failed else None), None, trace, None
     if record.scripts:
         try:
-            analysis = analyze(list(record.scripts), record.log, parses=parses)
+            analysis = analyze(list(record.scripts), record.log, parses=parses, variants=("tplus",))
         except ValueError:
             analysis = None
         if analysis is not None:

@@ -172,3 +172,16 @@ def test_the_test_is_named_as_ci_names_it() -> None:
         assert found is not None and found.qualname == "TestThing.test_value"
     assert function_of_test(program, "other.py::TestThing::test_value") is None
     assert must_run_lines(program, "test_missing") == frozenset()
+
+
+def test_passes_of_many_tests_of_one_program_get_the_answers_of_fresh_programs() -> None:
+    """A job records thousands of passes of one script: what the program gives every test is
+    kept with it, and each test still gets its own states."""
+    from app.analysis.mustrun import passing_states
+
+    scripts = [Script("tests/test_x.py", STRAIGHT + "\n\n" + HELPERS.replace("import os  # ran\n", ""))]
+    shared = analyze(scripts, "").program
+    tests = ["test_straight", "test_other", "test_helpers", "test_straight"]
+    answers = [passing_states(shared, test) for test in tests]
+    assert answers == [passing_states(analyze(scripts, "").program, test) for test in tests]
+    assert answers[0] == answers[3] and answers[0] != answers[2]

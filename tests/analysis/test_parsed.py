@@ -193,3 +193,44 @@ def test_derived_facts_are_built_once_per_parse() -> None:
     parsed = parse_scripts([Script("test_ports.py", SCRIPT)], log_patterns(()))
     assert parsed.derived(build) is parsed.derived(build)
     assert len(calls) == 1
+
+
+HELPER = """\
+import logging
+
+log = logging.getLogger(__name__)
+
+
+def port_state(dut, port):
+    log.info("reading %s", port)
+    return dut.ports[port]
+"""
+
+
+def test_a_file_in_another_set_of_scripts_gives_the_answers_a_fresh_parse_gives(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A CI job names a test module with its helpers in one order, and (for a traceback through a
+    helper) in another: the second set reuses the files' trees, checks, log calls and syntax-fact
+    walks, and its analysis and ranking equal those of a parse with nothing kept."""
+    from app.analysis import parsed
+    from app.localize.channels import facts
+
+    test, helper = Script("test_ports.py", SCRIPT), Script("helpers.py", HELPER)
+    analyze([test, helper], LOG_FAILED_AT_PORT, limits=CostLimits())
+    warm = analyze([helper, test], LOG_FAILED_AT_PORT, limits=CostLimits())
+    ranked = _ranking(warm)
+    monkeypatch.setattr(parsed, "_FILES", parsed._FileCache())  # nothing kept: every file parsed anew
+    monkeypatch.setattr(facts, "_WALKS", facts._Walks(8))
+    cold = analyze([helper, test], LOG_FAILED_AT_PORT, limits=CostLimits())
+    assert warm == cold
+    assert _ranking(cold) == ranked
+    assert [s.path for s in warm.program.files] == ["helpers.py", "test_ports.py"]
+
+
+def test_a_kept_file_is_checked_again_under_stricter_limits() -> None:
+    nested = "".join("    " * (i + 1) + "if x:\n" for i in range(12))
+    deep = Script("t_kept.py", "def test_a():\n" + nested + "    " * 13 + "pass\n")
+    analyze([deep, Script("other.py", "x = 1\n")], "", limits=CostLimits())
+    with pytest.raises(InputTooCostly, match="max_nesting_depth=8"):
+        analyze([Script("other.py", "x = 1\n"), deep], "", limits=CostLimits(max_nesting_depth=8))

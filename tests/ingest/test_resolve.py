@@ -141,3 +141,44 @@ def test_conftests_are_not_read_above_the_checkout_root(tmp_path: Path) -> None:
         },
     )
     assert _paths(TestRun("test_a.py::test_a", "fail", log="E"), checkout)[0] == ["test_a.py"]
+
+
+def test_a_checkout_reads_each_file_once_per_job(tmp_path: Path) -> None:
+    checkout = _tree(
+        tmp_path,
+        {
+            "tests/test_a.py": "from helpers import net\n\n\ndef test_one(dut):\n    assert net.up(dut)\n\n\n"
+            "def test_two(dut):\n    assert dut\n",
+            "tests/conftest.py": "import pytest\n\n\n@pytest.fixture\ndef dut():\n    return 1\n",
+            "tests/helpers/__init__.py": "",
+            "tests/helpers/net.py": "def up(dut):\n    return dut\n",
+        },
+    )
+    first = _paths(TestRun("tests/test_a.py::test_one", "fail", log="E"), checkout)
+    assert first[0] == [
+        "tests/test_a.py",
+        "tests/conftest.py",
+        "tests/helpers/__init__.py",
+        "tests/helpers/net.py",
+    ]
+    (tmp_path / "tests" / "helpers" / "net.py").write_text("changed = True\n")
+    scripts, _ = find_scripts(TestRun("tests/test_a.py::test_two", "fail", log="E"), checkout)
+    assert [s.path for s in scripts] == first[0]
+    assert scripts[-1].content == "def up(dut):\n    return dut\n"  # the job's files as first read
+    again, _ = find_scripts(TestRun("tests/test_a.py::test_two", "fail", log="E"), Checkout.scan(tmp_path))
+    assert again[-1].content == "changed = True\n"  # a new job reads the checkout anew
+
+
+def test_frames_the_caller_parsed_find_what_the_log_gives(tmp_path: Path) -> None:
+    from app.analysis.logparse import parse_log
+
+    checkout = _tree(tmp_path, {"suite/test_a.py": "x = 1\n", "suite/lib/ports.py": "y = 2\n"})
+    log = (
+        'Traceback (most recent call last):\n  File "/ci/suite/test_a.py", line 1, in <module>\n'
+        '  File "/ci/suite/lib/ports.py", line 1, in <module>\nKeyError: 1\n'
+    )
+    run = TestRun("t", "fail", log=log)
+    given = find_scripts(run, checkout, frames=parse_log(log).frames)
+    assert given == find_scripts(run, Checkout.scan(tmp_path))
+    assert [s.path for s in given[0]] == ["suite/test_a.py", "suite/lib/ports.py"]
+    assert find_scripts(run, checkout, frames=())[0] == []  # the frames given are the ones read

@@ -9,9 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from app.analysis.model import Analysis, Function, Loc, Statement
 from app.localize.channels.facts import Facts, build_facts
+
+if TYPE_CHECKING:
+    from app.analysis.parsed import ParsedScripts
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +66,20 @@ class Context:
             return parsed.derived(build_facts)
         return build_facts(self.analysis.program, self.analysis.trees)
 
+    @cached_property
+    def modules(self) -> tuple[Function, ...]:
+        """The files' module pseudo-functions, in the program's order."""
+        return tuple(f for f in self.functions.values() if f.kind == "module")
+
+    @cached_property
+    def definers(self) -> dict[str, tuple[int, ...]]:
+        """Name -> the statements that bind it, in statement order: the data-flow channel's
+        lookups, indexed once per parse instead of a scan of every statement per name."""
+        parsed = self.analysis.parsed
+        if parsed is not None and parsed.program is self.analysis.program:
+            return parsed.kept(_parse_definers)
+        return definers(self.facts)
+
     def sid_at(self, path: str, line: int) -> int | None:
         """The statement owning a source line, from the analysis' one line index (innermost wins)."""
         stmt = self.analysis.line_index.get((path, line))
@@ -88,3 +106,16 @@ class Context:
     def is_kept(self, sid: int) -> bool:
         stmt = self.statements[sid]
         return Loc(stmt.path, stmt.start_line) in self.kept
+
+
+def definers(facts: Facts) -> dict[str, tuple[int, ...]]:
+    """Name -> the sids whose definitions hold it, ascending (``facts.defs`` is in sid order)."""
+    found: dict[str, list[int]] = {}
+    for sid, names in facts.defs.items():
+        for name in names:
+            found.setdefault(name, []).append(sid)
+    return {name: tuple(sids) for name, sids in found.items()}
+
+
+def _parse_definers(parsed: ParsedScripts) -> dict[str, tuple[int, ...]]:
+    return definers(parsed.derived(build_facts))

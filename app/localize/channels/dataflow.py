@@ -148,7 +148,7 @@ def definitions(ctx: Context, name: str, use: Statement) -> list[int]:
     """Statements that may have assigned ``name`` before ``use`` read it."""
     facts = ctx.facts
     if name.startswith("attr:"):
-        found = [sid for sid, names in facts.defs.items() if name in names and sid != use.sid]
+        found = [sid for sid in ctx.definers.get(name, ()) if sid != use.sid]
         return found + class_attributes(ctx, name.removeprefix("attr:"))
     function = ctx.functions[use.function]
     local = [sid for sid in function.statements if name in facts.defs.get(sid, ()) and sid != use.sid]
@@ -163,11 +163,10 @@ def definitions(ctx: Context, name: str, use: Statement) -> list[int]:
         if found:
             return found
         enclosing = ctx.functions.get(enclosing.parent) if enclosing.parent else None
-    modules = sorted(
-        (f for f in ctx.functions.values() if f.kind == "module"), key=lambda f: f.path != use.path
-    )
-    for module in modules:
-        found = [sid for sid in module.statements if name in facts.defs.get(sid, ())]
+    modules = sorted(ctx.modules, key=lambda f: f.path != use.path)
+    binders = ctx.definers.get(name, ())
+    for module in modules:  # a module's statements are ascending sids, as ``binders`` are
+        found = [sid for sid in binders if ctx.statements[sid].function == module.fid]
         if found:
             return found
     return []
@@ -179,16 +178,14 @@ def class_attributes(ctx: Context, name: str) -> list[int]:
     for source in ctx.analysis.program.files:
         if not source.container_headers:
             continue
-        module = next(
-            (f for f in ctx.functions.values() if f.kind == "module" and f.path == source.path), None
-        )
+        module = next((f for f in ctx.modules if f.path == source.path), None)
         if module is None:
             continue
-        for sid in module.statements:
+        for sid in ctx.definers.get(name, ()):  # ascending, as the module's statements are
+            if ctx.statements[sid].function != module.fid:
+                continue
             line = ctx.statements[sid].start_line
-            if name in ctx.facts.defs.get(sid, ()) and any(
-                start < line <= end for start, end, _ in source.container_headers
-            ):
+            if any(start < line <= end for start, end, _ in source.container_headers):
                 found.append(sid)
     return found
 

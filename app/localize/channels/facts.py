@@ -2,18 +2,23 @@
 
 One iterative walk over the tree-sitter syntax tree of each script (scripts can nest hundreds
 of levels deep, so no recursion), folded per statement. Everything is keyed by statement id.
+A file's walk depends on the file alone: it is kept by path and lines (``_WALKS``), so a file
+that comes back in another set of scripts (a CI job's test module with other helpers, the same
+suite job after job) is walked once.
 """
 
 from __future__ import annotations
 
 import ast
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from tree_sitter import Node, Tree
 
-from app.analysis.model import Loc, Program
+from app.analysis.model import Program
 from app.analysis.source import parse_tree
 
 MIN_LITERAL = 8  # shortest one-word string-literal piece worth looking for in a message
@@ -130,18 +135,25 @@ def build_facts(program: Program, trees: Sequence[Tree] = ()) -> Facts:
 
     Without them (a program built by hand) each file is parsed here, by the analysis' own parser.
     """
-    lines: dict[Loc, LineFacts] = {}
-    params: dict[str, tuple[str, ...]] = {}
-    def_lines = {
-        (f.path, line, f.name): f.fid
-        for f in program.functions
-        for line in f.header_lines
-        if f.kind != "module"
-    }
+    by_path: dict[str, dict[int, LineFacts]] = {}
+    params_at: dict[str, dict[tuple[int, str], tuple[str, ...]]] = {}
     parsed = len(trees) == len(program.files)
     for index, source in enumerate(program.files):
-        tree = trees[index] if parsed else parse_tree("\n".join(source.lines))
-        _Walker(source.path, lines, params, def_lines).walk(tree.root_node)
+        walk = _WALKS.get(source.path, source.lines)
+        if walk is None:
+            tree = trees[index] if parsed else parse_tree("\n".join(source.lines))
+            walker = _Walker()
+            walker.walk(tree.root_node)
+            walk = (walker.by_line, walker.params_at)
+            _WALKS.put(source.path, source.lines, walk)
+        by_path[source.path], params_at[source.path] = walk
+    params: dict[str, tuple[str, ...]] = {}
+    for f in program.functions:
+        if f.kind != "module":
+            for line in f.header_lines:
+                found = params_at[f.path].get((line, f.name))
+                if found is not None:
+                    params[f.fid] = found
     sources = {f.path: f for f in program.files}
     defs: dict[int, frozenset[str]] = {}
     imports: dict[int, frozenset[str]] = {}
@@ -155,7 +167,8 @@ def build_facts(program: Program, trees: Sequence[Tree] = ()) -> Facts:
     text: dict[int, str] = {}
     for stmt in program.statements:
         span = range(stmt.start_line, stmt.end_line + 1)
-        code = [lines[loc] for loc in (Loc(stmt.path, n) for n in span) if loc in lines]
+        lines = by_path[stmt.path]
+        code = [lines[n] for n in span if n in lines]
         defs[stmt.sid] = frozenset(d for f in code for d in f.defs)
         imports[stmt.sid] = frozenset(d for f in code for d in f.imports)
         uses[stmt.sid] = frozenset(u for f in code for u in f.uses if u not in IGNORED_NAMES)
@@ -170,6 +183,35 @@ def build_facts(program: Program, trees: Sequence[Tree] = ()) -> Facts:
             call_sites.setdefault(call.callee, []).append(stmt.sid)
     sites = {k: tuple(v) for k, v in call_sites.items()}
     return Facts(defs, imports, uses, calls, params, sites, literals, binds, templates, smells, text)
+
+
+Walk = tuple[dict[int, LineFacts], dict[tuple[int, str], tuple[str, ...]]]
+
+
+class _Walks:
+    """Files' walks by path and lines, the least recently used evicted first. A walk is read-only
+    once kept (every set of scripts that holds the file reads the same records)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._items: OrderedDict[tuple[str, tuple[str, ...]], Walk] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, path: str, lines: tuple[str, ...]) -> Walk | None:
+        with self._lock:
+            found = self._items.get((path, lines))
+            if found is not None:
+                self._items.move_to_end((path, lines))
+            return found
+
+    def put(self, path: str, lines: tuple[str, ...], walk: Walk) -> None:
+        with self._lock:
+            self._items[(path, lines)] = walk
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+
+
+_WALKS = _Walks(8)  # a file comes back in the sets of scripts right after its first: few are kept
 
 
 def _text(node: Node | None) -> str:
@@ -229,25 +271,17 @@ def names_read(node: Node) -> frozenset[str]:
 class _Walker:
     """Classifies every name occurrence as a definition or a use, per source line (explicit stack)."""
 
-    def __init__(
-        self,
-        path: str,
-        lines: dict[Loc, LineFacts],
-        params: dict[str, tuple[str, ...]],
-        def_lines: dict[tuple[str, int, str], str],
-    ) -> None:
-        self.path = path
-        self.lines = lines
-        self.params = params
-        self.def_lines = def_lines
+    def __init__(self) -> None:
         self.by_line: dict[int, LineFacts] = {}
+        # (line, name) of each function definition -> its parameter names
+        self.params_at: dict[tuple[int, str], tuple[str, ...]] = {}
         self.stack: list[tuple[Node, str]] = []
 
     def facts(self, node: Node) -> LineFacts:
         line = node.start_point[0] + 1
         found = self.by_line.get(line)
         if found is None:
-            found = self.by_line[line] = self.lines[Loc(self.path, line)] = LineFacts()
+            found = self.by_line[line] = LineFacts()
         return found
 
     def walk(self, root: Node) -> None:
@@ -407,11 +441,9 @@ class _Walker:
     def _function_definition(self, node: Node, role: str) -> None:
         name_node = node.child_by_field_name("name")
         parameters = node.child_by_field_name("parameters")
-        if name_node is not None:
-            key = (self.path, name_node.start_point[0] + 1, _text(name_node))
-            fid = self.def_lines.get(key)
-            if fid is not None and parameters is not None:
-                self.params[fid] = tuple(self.parameter_names(parameters))
+        if name_node is not None and parameters is not None:
+            key = (name_node.start_point[0] + 1, _text(name_node))
+            self.params_at[key] = tuple(self.parameter_names(parameters))
         if parameters is not None:
             for param in parameters.named_children:
                 default = param.child_by_field_name("value")
