@@ -28,6 +28,7 @@ class Channel(StrEnum):
     STRUCTURE = "structure"  # no failure evidence: what usually fails in a test body (a guess)
     ECHO = "echo"  # the log repeats this line of the scripts (a traceback's or a report's source line)
     CALLER = "caller"  # an outer frame: calls the code where the failure surfaced
+    PRIOR = "prior"  # what the element is (size, a check, a test body, it logged): no failure evidence
     MODEL = "model"  # the model ranked it (its rationale in ``detail`` when it gave one)
     SPECTRUM = "spectrum"  # CI history: ran in failing runs more than in passing ones (Ochiai, DStar)
     CP = "cp"  # CI history: infection propagated over the block graph from failing runs
@@ -51,6 +52,7 @@ HEURISTIC_CHANNELS: tuple[Channel, ...] = (
     Channel.STRUCTURE,
     Channel.ECHO,
     Channel.CALLER,
+    Channel.PRIOR,
 )
 # Ranking channels ``disabled_channels`` accepts: every channel (the history ones too) but the
 # model's. The enhanced trace's refinements (app.analysis.context.REFINEMENTS) share the option.

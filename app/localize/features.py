@@ -2,10 +2,11 @@
 
 ``channel_table`` runs every evidence channel once and keeps, per rendered element, each
 channel's best statement and its raw value in [0, 1] (LEXICAL: normalized BM25): the numbers the
-hand-set weights and a learned model both weigh. ``features`` turns them into named columns: one
-per channel, and one per channel and context (``traceback*frame``), the context being what
-changes how much a channel is worth in this failure (a script frame, a failing check, a long log).
-Pure: no I/O, no numpy (it runs on the triage path).
+hand-set weights and a learned model both weigh; and the element's priors (what it is, whatever
+the failure says: ``app.localize.channels.priors``). ``features`` turns them into named columns:
+one per channel, one per channel and context (``traceback*frame``), the context being what
+changes how much a channel is worth in this failure (a script frame, a failing check, a long
+log), and one per prior (``prior:size``). Pure: no I/O, no numpy (it runs on the triage path).
 """
 
 from __future__ import annotations
@@ -23,26 +24,34 @@ from app.localize.channels.echo import echo_scores
 from app.localize.channels.exceptions import exception_scores, smell_scores
 from app.localize.channels.lexical import code_tokens, normalized_bm25
 from app.localize.channels.message import last_logged, message_scores, proximity_scores
+from app.localize.channels.priors import PRIORS, FailureWords, element_priors
 from app.localize.channels.pseudo import pseudo_scores, structure_scores
 from app.localize.channels.traceback import Frames, reveals_upstream, script_frames, traceback_scores
 from app.localize.channels.values import value_scores
 from app.localize.evidence import HEURISTIC_CHANNELS, Channel
 
 # Channels that say something about this failure; the others only order code when nothing does.
-WEAK = frozenset({Channel.LEXICAL, Channel.PROXIMITY, Channel.STRUCTURE})
+WEAK = frozenset({Channel.LEXICAL, Channel.PROXIMITY, Channel.STRUCTURE, Channel.PRIOR})
 # Channels only a learned model weighs (the hand-set weights predate them): they never stand in for
 # the hand-set channels' evidence, so the hand-set ranking is what it was.
-LEARNED_ONLY = frozenset({Channel.ECHO, Channel.CALLER})
+LEARNED_ONLY = frozenset({Channel.ECHO, Channel.CALLER, Channel.PRIOR})
 # frame: a traceback frame lies in the scripts; check: the script's own check raised; long_log: the
 # log's size; shared: the innermost frame's function is called from several places (a helper);
 # upstream: the error only reveals a value made earlier (None, unbound, unset attribute)
 CONTEXTS: tuple[str, ...] = ("frame", "check", "long_log", "shared", "upstream")
 LONG_LOG_DECADES = 4.0  # long_log = log10(1 + messages) / 4: 1.0 from 10,000 messages on
-CHANNEL_FEATURES: tuple[str, ...] = tuple(str(c) for c in HEURISTIC_CHANNELS)
+CHANNEL_FEATURES: tuple[str, ...] = tuple(str(c) for c in HEURISTIC_CHANNELS if c is not Channel.PRIOR)
+PRIOR_FEATURES: tuple[str, ...] = tuple(f"{Channel.PRIOR}:{name}" for name in PRIORS)
 FEATURES: tuple[str, ...] = (
     *CHANNEL_FEATURES,
     *(f"{c}*{x}" for c in CHANNEL_FEATURES for x in CONTEXTS),
+    *PRIOR_FEATURES,
 )
+
+
+def feature_channel(name: str) -> str:
+    """The channel a feature column belongs to (``traceback*frame`` -> traceback, ``prior:size`` -> prior)."""
+    return name.partition("*")[0].partition(":")[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +70,7 @@ class Hit:
 class ElementChannels:
     element: Element
     hits: tuple[tuple[Channel, Hit], ...]  # in the order the ranker sums them
+    priors: tuple[tuple[str, float], ...] = ()  # the element's non-zero priors, by name
 
 
 @dataclass(frozen=True)
@@ -135,6 +145,7 @@ def channel_table(
         else [0.0] * len(rendered.elements)
     )
     top = frames.ordered[0] if frames.ordered else None  # what the stack-trace baseline puts first
+    words = FailureWords.read(ctx) if str(Channel.PRIOR) not in off else None
     statements = ctx.statements
     rows: list[ElementChannels] = []
     innermost: int | None = None
@@ -156,7 +167,8 @@ def channel_table(
         if lexical[index] > 0:
             detail = f"shares words with the error message (BM25 {lexical[index]:.2f})"
             hits.append((Channel.LEXICAL, Hit(lexical[index], element.path, element.start_line, detail)))
-        rows.append(ElementChannels(element, tuple(hits)))
+        priors = () if words is None else tuple(element_priors(ctx, element, sids, words).items())
+        rows.append(ElementChannels(element, tuple(hits), priors))
     return ChannelTable(rendered.level, tuple(rows), failure_context(ctx, frames, site), innermost)
 
 
@@ -173,8 +185,9 @@ def failure_context(ctx: Context, frames: Frames, site: int | None) -> dict[str,
 
 
 def features(row: ElementChannels, context: dict[str, float]) -> dict[str, float]:
-    """The element's non-zero feature columns: each channel's value and its products with the context."""
-    out: dict[str, float] = {}
+    """The element's non-zero feature columns: each channel's value and its products with the context,
+    and its priors."""
+    out: dict[str, float] = {f"{Channel.PRIOR}:{name}": value for name, value in row.priors}
     for channel, hit in row.hits:
         if hit.value == 0:
             continue

@@ -23,6 +23,7 @@ from app.analysis.model import Analysis
 from app.analysis.render import Element, RenderedCode
 from app.localize.channels import Context
 from app.localize.channels.lexical import bm25, code_tokens, query_tokens
+from app.localize.channels.priors import describe
 from app.localize.channels.traceback import Frames, frame_source, script_frames
 from app.localize.evidence import Channel, Evidence
 from app.localize.features import WEAK, ChannelTable, channel_table
@@ -83,15 +84,24 @@ def rank_heuristic(
     off = frozenset(disabled)
     table = channel_table(analysis, rendered, disabled=off, context=context)
     weights = WEIGHTS if model is None else model.channel_weights(table.context)
+    priors = None if model is None else model.prior_weights()
     safety = model is not None and str(Channel.TRACEBACK) not in off
-    return rank_table(table, weights, safety=safety)[:k]
+    return rank_table(table, weights, safety=safety, priors=priors)[:k]
 
 
-def rank_table(table: ChannelTable, weights: dict[Channel, float], *, safety: bool) -> list[ScoredElement]:
-    """Every element of ``table``, best first, scored with per-channel ``weights`` (ties: source order).
+def rank_table(
+    table: ChannelTable,
+    weights: dict[Channel, float],
+    *,
+    safety: bool,
+    priors: dict[str, float] | None = None,
+) -> list[ScoredElement]:
+    """Every element of ``table``, best first, scored with per-channel ``weights`` and per-prior
+    ``priors`` (ties: source order).
 
     A channel's record weighs its weight times its value; a negative or zero contribution of a
-    channel that fired is counted in the score but not shown as evidence.
+    channel that fired is counted in the score but not shown as evidence. The priors that raise
+    an element make one record.
     """
     scored: list[tuple[float, int, ScoredElement]] = []
     for index, row in enumerate(table.elements):
@@ -104,6 +114,14 @@ def rank_table(table: ChannelTable, weights: dict[Channel, float], *, safety: bo
             if weight > 0 or (weight == 0 and hit.value == 0):
                 evidence.append(
                     Evidence(channel, weight, hit.path, hit.line, hit.detail, hit.source, hit.source_line)
+                )
+        if priors and row.priors:
+            raised = [(name, priors.get(name, 0.0) * value) for name, value in row.priors]
+            total = sum(weight for _, weight in raised)
+            contributions.append(total)
+            if total > 0:
+                evidence.append(
+                    Evidence(Channel.PRIOR, total, element.path, element.start_line, describe(raised))
                 )
         score = sum(contributions)
         if table.level == "line" and element.code.lstrip().startswith("#"):

@@ -10,7 +10,8 @@ The format (``app/localize/ranker_model.json`` is the shipped one)::
 Feature names are those of ``app.localize.features.FEATURES``; an unknown one is an error, a
 missing one weighs 0. Scoring is a dot product done per channel: a channel's weight in one
 failure is its own column's weight plus its context columns' weights times the context, so an
-element's score is a sum over its few channels (pure Python: no numpy on the triage path).
+element's score is a sum over its few channels, plus its priors (``prior:size``...) times their
+weights (pure Python: no numpy on the triage path).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from app.localize.evidence import Channel
-from app.localize.features import CONTEXTS, FEATURES
+from app.localize.features import CONTEXTS, FEATURES, PRIOR_FEATURES
 
 FORMAT = "tcfl-ranker"
 VERSION = 1
@@ -63,13 +64,22 @@ class LevelModel:
         """Each channel's weight in a failure with this context (its column plus its context columns)."""
         out: dict[Channel, float] = {}
         for name, weight in self.weights.items():
+            if name in _PRIOR_NAMES:
+                continue
             channel, _, ctx = name.partition("*")
             term = weight * context[ctx] if ctx else weight
             out[Channel(channel)] = out.get(Channel(channel), 0.0) + term
         return out
 
+    def prior_weights(self) -> dict[str, float]:
+        """Each prior's weight, by the prior's name (``size``, not ``prior:size``)."""
+        return {_PRIOR_NAMES[n]: w for n, w in self.weights.items() if n in _PRIOR_NAMES}
+
     def to_dict(self) -> dict[str, list[Any]]:
         return {"features": list(self.weights), "weights": list(self.weights.values())}
+
+
+_PRIOR_NAMES: dict[str, str] = {name: name.partition(":")[2] for name in PRIOR_FEATURES}
 
 
 @dataclass(frozen=True)
@@ -144,7 +154,8 @@ def parse_model(data: Any, source: str) -> RankerModel:
         if unknown:
             raise bad(
                 f"level {level}: unknown feature(s) {', '.join(map(str, unknown))}; "
-                f"features are a channel name or channel*context with context one of {', '.join(CONTEXTS)}"
+                f"features are a channel name, channel*context with context one of {', '.join(CONTEXTS)},"
+                f" or a prior ({', '.join(PRIOR_FEATURES)})"
             )
         if len(set(names)) != len(names):
             raise bad(f"level {level}: a feature is listed twice")

@@ -26,7 +26,7 @@ from app.analysis.pipeline import analyze
 from app.analysis.render import render
 from app.localize.channels import Context
 from app.localize.evidence import HEURISTIC_CHANNELS
-from app.localize.features import CONTEXTS, FEATURES, ChannelTable, channel_table, features
+from app.localize.features import CONTEXTS, FEATURES, ChannelTable, channel_table, feature_channel, features
 from app.localize.heuristic import rank_stacktrace, rank_table
 from app.localize.model_file import WEIGHTS, LevelModel, RankerModel, handset_level
 from tcfl_lab.eval.cases import CaseError, parse_case
@@ -287,7 +287,9 @@ Scorer = Callable[[LevelData], Sequence[str]]
 
 def learned_scorer(model: LevelModel) -> Scorer:
     def ranking(data: LevelData) -> list[str]:
-        ranked = rank_table(data.table, model.channel_weights(data.table.context), safety=True)
+        ranked = rank_table(
+            data.table, model.channel_weights(data.table.context), safety=True, priors=model.prior_weights()
+        )
         return [s.element.id for s in ranked[:DEPTH]]
 
     return ranking
@@ -429,7 +431,7 @@ def channel_ablation(
     out = {"all channels": loro(cases, **fit)["overall"]["learned"]["micro"]}  # type: ignore[arg-type]
     for channel in HEURISTIC_CHANNELS:
         name = str(channel)
-        kept = [f for f in FEATURES if f.partition("*")[0] != name]
+        kept = [f for f in FEATURES if feature_channel(f) != name]
         out[f"-{name}"] = loro(cases, names=kept, **fit)["overall"]["learned"]["micro"]  # type: ignore[arg-type]
     return out
 
