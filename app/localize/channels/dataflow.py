@@ -215,21 +215,21 @@ def walk(ctx: Context, start: int, names: Iterable[str], credit: Credit, quoted:
                 credit(
                     guard, hops + (1 if shown in quoted else 2), f"guards the assignment of `{shown}`", 1.0
                 )
-            for used in facts.uses.get(def_sid, ()):
+            for used in sorted(facts.uses.get(def_sid, ())):
                 queue.append((used, def_sid, hops + 1))
             for call in facts.calls.get(def_sid, ()):
                 for fid in ctx.by_name.get(call.callee, ()):
                     for ret in ctx.functions[fid].statements:
                         if statements[ret].kind == StmtKind.RETURN:
                             credit(ret, hops + 1, f"returns the value of `{shown}`", 1.0)
-                            for used in facts.uses.get(ret, ()):
+                            for used in sorted(facts.uses.get(ret, ())):
                                 queue.append((used, ret, hops + 1))
         params = facts.params.get(use.function, ())
         if not name.startswith("attr:") and name in params:
             for fid in ctx.by_name.get(name, ()):  # a pytest fixture: the parameter is what it returns
                 for out in _results(ctx, fid):
                     credit(out, hops + 1, f"fixture {name}() produces `{name}`", 1.0)
-                    for used in facts.uses.get(out, ()):
+                    for used in sorted(facts.uses.get(out, ())):
                         queue.append((used, out, hops + 1))
             function = ctx.functions[use.function]
             index = params.index(name)
@@ -243,7 +243,7 @@ def walk(ctx: Context, start: int, names: Iterable[str], credit: Credit, quoted:
                     if passed is None and 0 <= position < len(call.args):
                         passed = call.args[position]
                     credit(site, hops + 1, f"passes `{name}` to {function.name}()", 1.0)
-                    for used in passed or ():
+                    for used in sorted(passed or ()):
                         queue.append((used, site, hops + 1))
 
 
