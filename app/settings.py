@@ -220,6 +220,17 @@ class Settings:
     max_unpacked_bytes: int = Field(
         300_000_000, ge=1, description="Most bytes an uploaded or --root archive may unpack to, in all"
     )
+    # uploads that record runs (POST /v1/ingest, POST /v1/runs): turns, per server process
+    max_ingests_in_flight: int = Field(2, ge=1, description="Uploads read, analysed and written at once")
+    max_ingests_per_client: int = Field(
+        2, ge=1, description="Uploads of one client (API key, else address) run at once; more wait, then 429"
+    )
+    max_ingests_queued: int = Field(64, ge=1, description="Uploads waiting for their turn (503 above it)")
+    ingest_async_bytes: int = Field(
+        2_000_000,
+        ge=0,
+        description="A /v1/ingest results file past this is answered 202 with a status URL (0 = never)",
+    )
     # limits in what the analysis costs (app.analysis.limits), checked before it starts
     max_script_lines: int = Field(200_000, ge=1, description="Lines of all scripts of a case together")
     max_log_lines: int = Field(2_000_000, ge=1, description="Lines of a case's log")

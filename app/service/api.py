@@ -155,6 +155,8 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
             runtime.probe_task.cancel()
         if runtime.leases_task is not None:
             runtime.leases_task.cancel()
+        if runtime.uploads is not None:  # uploads answered 202 finish, or are cut after a grace
+            await runtime.uploads.close()
         if runtime.pool is not None:
             await runtime.pool.close()
             runtime.pool = None

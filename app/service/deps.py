@@ -12,6 +12,7 @@ from fastapi import Depends, HTTPException, Request, Security
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from app.localize.llm import ModelClient
+from app.service.admission import Admission
 from app.service.jobs import SyncLeases, Worker
 from app.service.metrics import Metrics
 from app.service.pool import AnalysisPool
@@ -39,6 +40,14 @@ class Runtime:
     model_reachable: bool = False  # the last background probe of the model server answered
     probe_task: asyncio.Task[None] | None = field(default=None, repr=False)
     worker_task: asyncio.Task[None] | None = field(default=None, repr=False)
+    uploads: Admission | None = field(default=None, repr=False)  # turns for uploads that record runs
+
+    def upload_turns(self) -> Admission:
+        """This process's turns for uploads (made on first use, on the running loop)."""
+        if self.uploads is None:
+            s = self.settings
+            self.uploads = Admission(s.max_ingests_in_flight, s.max_ingests_per_client, s.max_ingests_queued)
+        return self.uploads
 
     def wake_worker(self) -> None:
         if self.worker is not None:

@@ -15,6 +15,8 @@ from app.analysis import snapshot
 from app.analysis.limits import CostLimits
 from app.analysis.model import Script
 from app.analysis.parsed import ParseCache
+from app.history.facts import RunFacts, batch_facts
+from app.history.records import RunRecord
 from app.localize.result import TriageResult
 from app.options import TriageOptions
 from app.rankers import choose
@@ -88,6 +90,18 @@ def triage(job: TriageJob) -> tuple[dict[str, Any] | RankRequest, snapshot.Packe
         return replace(request, analysis=analysis, heuristic=(request.rendered, picks)), packed
     finally:
         if worker:  # a worker's heap holds only this job's objects: collect them now, between jobs
+            gc.collect()
+
+
+def facts(records: tuple[RunRecord, ...], limits: CostLimits | None) -> list[RunFacts]:
+    """The CI history's facts of many runs (``app.history.facts.batch_facts``), parses kept."""
+    worker = multiprocessing.parent_process() is not None
+    if worker:
+        _freeze_new_parses()
+    try:
+        return batch_facts(records, limits, PARSES)
+    finally:
+        if worker:
             gc.collect()
 
 

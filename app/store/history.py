@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
@@ -38,17 +39,14 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Mapped, Session, aliased, mapped_column
 
-from app.analysis.logparse import parse_log
 from app.analysis.model import Loc, State
-from app.analysis.mustrun import passing_states
-from app.analysis.parsed import ParseCache, log_patterns
-from app.analysis.pipeline import analyze
+from app.analysis.parsed import ParseCache
+from app.history.facts import Facts, RunFacts, run_facts
 from app.history.newlines import MAX_PASS_LOGS
 from app.history.packed import pack_trace, packable, unpack_trace
 from app.history.rank import HistoryRun, Values
 from app.history.records import RunRecord, env_fingerprint, scoped
-from app.history.signatures import PastRun, Run, analysis_signature, parsed_signature, verdict_of
-from app.history.values import value_tuples
+from app.history.signatures import PastRun, Run, verdict_of
 from app.history.versions import content_hash, version_id
 from app.ingest.testkey import TestKey, canonical_key
 from app.store.store import Base, ScriptRow, Store, _aware, _iso, _pack, _unpack, utcnow
@@ -130,60 +128,6 @@ class RunRow(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
-Facts = tuple[str | None, str | None, dict[str, Any] | None, dict[str, Any] | None]
-
-
-def _facts(record: RunRecord, parses: ParseCache) -> Facts:
-    """(err_sig, error message, estimated trace, printed values) from the run's log and scripts.
-
-    A pass without a log (CI results files record passes so) still ran its test to the normal
-    end: its trace is the test's must-run lines, the rest doubtful (``_pass_trace``). A failure's
-    err_sig is the one id of ``app.history.signatures``, or the one its record carries.
-    """
-    failed = record.verdict in ("fail", "error")
-    if not record.log:
-        trace = _pass_trace(record, parses) if record.verdict == "pass" else None
-        return (record.err_sig if failed else None), None, trace, None
-    if record.scripts:
-        try:
-            analysis = analyze(list(record.scripts), record.log, parses=parses, variants=("tplus",))
-        except ValueError:
-            analysis = None
-        if analysis is not None:
-            trace: dict[str, Any] = {}
-            tplus = analysis.traces["tplus"]
-            for f in analysis.program.files:
-                states: dict[str, list[int]] = {"E": [], "N": [], "D": []}
-                for n in sorted(f.code_lines):
-                    ev = tplus.evidence.get(Loc(f.path, n))
-                    state = ev.state if ev is not None else None
-                    kept = Loc(f.path, n) in tplus.kept
-                    if state == State.EXE or (state is None and kept):
-                        states["E" if state == State.EXE else "D"].append(n)
-                    elif state == State.DBT:
-                        states["D"].append(n)
-                    else:
-                        states["N"].append(n)
-                trace[f.path] = states
-            printed = _values_json(value_tuples(analysis))
-            if not failed:
-                return None, None, trace, printed
-            sig = record.err_sig or analysis_signature(analysis)
-            return sig, analysis.log.error_message[:2000], trace, printed
-    if not failed:
-        return None, None, None, None
-    parsed = parse_log(record.log)
-    return record.err_sig or parsed_signature(parsed, {}), parsed.error_message[:2000], None, None
-
-
-def _values_json(values: Values) -> dict[str, Any] | None:
-    """Printed values as JSON (path -> line -> sorted tuples); None when nothing was printed."""
-    out: dict[str, dict[str, list[list[str]]]] = {}
-    for loc, tuples in sorted(values.items()):
-        out.setdefault(loc.path, {})[str(loc.line)] = [list(t) for t in sorted(tuples)]
-    return out or None
-
-
 def _values_of(data: dict[str, Any] | None) -> Values:
     """The stored JSON back as the ranker reads it (``HistoryRun.values``)."""
     return {
@@ -191,24 +135,6 @@ def _values_of(data: dict[str, Any] | None) -> Values:
         for path, lines in (data or {}).items()
         for line, tuples in lines.items()
     }
-
-
-def _pass_trace(record: RunRecord, parses: ParseCache) -> dict[str, Any] | None:
-    """A log-less pass's trace from its scripts: must-run lines "E", the other code lines "D";
-    None without scripts or when no function of the scripts is the test."""
-    if not record.scripts:
-        return None
-    try:
-        program = parses.get(list(record.scripts), log_patterns(())).program
-    except ValueError:
-        return None
-    states = passing_states(program, record.key.key) or passing_states(program, record.key.name)
-    if not states:
-        return None
-    trace: dict[str, Any] = {f.path: {"E": [], "N": [], "D": []} for f in program.files}
-    for loc, state in sorted(states.items()):
-        trace[loc.path]["E" if state == State.EXE else "D"].append(loc.line)
-    return trace
 
 
 class _Lru:
@@ -248,22 +174,31 @@ class HistoryStore:
     def __init__(self, store: Store) -> None:
         self.store = store
 
-    def add_runs(self, records: Sequence[RunRecord]) -> list[dict[str, Any]]:
+    def add_runs(
+        self, records: Sequence[RunRecord], computed: Mapping[str, RunFacts] | None = None
+    ) -> list[dict[str, Any]]:
         """Store runs (idempotently); per record: run_id, version_id, err_sig, duplicate.
 
         Runs already stored are found in one query and never analysed again; a record repeated
         within ``records`` is stored once. Two writers racing on the same run: the loser retries
-        and finds the winner's row.
+        and finds the winner's row. ``computed``: by identity, each record's version scripts and
+        facts already computed (``app.history.facts.batch_facts``, in the service's analysis pool).
         """
         identities = [r.identity() for r in records]
-        facts: dict[str, Facts] = {}
+        given = computed or {}
+        facts: dict[str, Facts] = {i: f.facts for i, f in given.items()}
         parses = ParseCache()  # the runs of one results file share their tests' scripts: parsed once
-        records = [scoped(r, parses) for r in records]  # its version: the test's own scripts
+        records = [  # its version: the test's own scripts
+            replace(r, scripts=tuple(s for s in r.scripts if s.path in given[i].paths))
+            if i in given
+            else scoped(r, parses)
+            for r, i in zip(records, identities, strict=True)
+        ]
         for attempt in (1, 2):
             known = self._known(identities)
             for record, identity in zip(records, identities, strict=True):
                 if identity not in known and identity not in facts:
-                    facts[identity] = _facts(record, parses)
+                    facts[identity] = run_facts(record, parses)
             try:
                 created = self._insert(records, identities, known, facts)
                 break

@@ -11,8 +11,11 @@ from fastapi import APIRouter, HTTPException, Path, Query, Request
 from app.history.records import RunRecord, parse_run
 from app.history.surface import spectrum_view
 from app.ingest.testkey import canonical_key
+from app.service.admission import Refused
 from app.service.deps import RuntimeDep
+from app.service.pool import PoolUnavailable
 from app.service.routes.batches import JSONL_TYPES, body_doc
+from app.service.routes.ingest import client_of, facts_warnings
 from app.service.routes.triage import ERRORS
 from app.settings import Settings
 from app.store.history import SIGNATURE_PAGE, HistoryStore, SignatureOrder, signature_runs
@@ -74,12 +77,31 @@ def parse_runs(body: bytes, media: str, settings: Settings) -> list[RunRecord]:
 async def create_runs(request: Request, runtime: RuntimeDep) -> dict[str, Any]:
     """Record CI runs, passes too (idempotent on job URL and test id): run_id, version_id, err_sig each."""
     media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    turns = runtime.upload_turns()
+    client = client_of(request)
     try:
-        records = parse_runs(await request.body(), media, runtime.settings)
-    except ValueError as exc:
-        raise HTTPException(422, str(exc)) from None
-    created = await asyncio.to_thread(HistoryStore(runtime.store).add_runs, records)
-    return {"runs": created}
+        turns.admit(client)
+    except Refused as exc:
+        raise HTTPException(exc.status, str(exc), headers={"Retry-After": "5"}) from None
+    try:
+        body = await request.body()
+        try:
+            records = await asyncio.to_thread(parse_runs, body, media, runtime.settings)
+        except ValueError as exc:
+            raise HTTPException(422, str(exc)) from None
+        async with turns.turn(client):
+            try:  # the runs' facts in the analysis pool, under its limits, many runs a job
+                facts = await runtime.runner.facts(records)
+            except PoolUnavailable as exc:
+                raise HTTPException(503, str(exc), headers={"Retry-After": "5"}) from None
+            created = await asyncio.to_thread(HistoryStore(runtime.store).add_runs, records, facts)
+    finally:
+        turns.leave(client)
+    out: dict[str, Any] = {"runs": created}
+    warnings = facts_warnings(facts)
+    if warnings:
+        out["warnings"] = warnings
+    return out
 
 
 @router.get("/v1/tests", responses=ERRORS)

@@ -12,8 +12,10 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import hashlib
 import json
 import logging
+import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -31,6 +33,7 @@ from app.analysis.logstatements import compile_patterns
 from app.analysis.model import Script
 from app.ci import CiReport, Triager, history_key, triage_results
 from app.emit import FORMATS, emit
+from app.history.facts import RunFacts
 from app.history.records import RunRecord
 from app.ingest import FORMATS as RESULT_FORMATS
 from app.ingest import IngestError, Results, merge, parse_bytes, read_folder
@@ -41,6 +44,7 @@ from app.ingest.resolve import Checkout
 from app.launch import record_launch, run_records
 from app.localize.result import TriageResult
 from app.options import TriageOptions, resolve_options
+from app.service.admission import Refused
 from app.service.dashboard.auth import KeyedRoute
 from app.service.dashboard.pages import render
 from app.service.deps import Runtime, RuntimeDep
@@ -162,33 +166,102 @@ async def ingest(
     runtime: RuntimeDep,
     format: Annotated[str | None, Query(description=f"answer format: {', '.join(FORMATS)}")] = None,
 ) -> Response:
-    """Triage every failed test of a CI results file; each triage is stored, the run is kept as one."""
+    """Triage every failed test of a CI results file; each triage is stored, the run is kept as one.
+
+    Uploads take turns (``app.service.admission``); a results file past ``ingest_async_bytes``, or
+    a request with ``Prefer: respond-async``, is answered 202 with its status URL and run then.
+    """
     out_format = _answer_format(format, request.headers.get("accept", ""))
     media = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    with tempfile.TemporaryDirectory(prefix="tcfl-ingest-") as work_dir:
-        work = Path(work_dir)
+    turns = runtime.upload_turns()
+    client = client_of(request)
+    try:
+        turns.admit(client)
+    except Refused as exc:
+        raise HTTPException(exc.status, str(exc), headers={"Retry-After": "5"}) from None
+    work = Path(tempfile.mkdtemp(prefix="tcfl-ingest-"))
+    later = False
+    try:
         try:
             if media == "multipart/form-data":
                 fields = await _multipart(request, work, runtime.settings)
             elif media in ("application/json", ""):
-                fields = _json_fields(await request.body(), work, runtime.settings)
+                fields = await asyncio.to_thread(_json_fields, await request.body(), work, runtime.settings)
             else:
                 raise _Bad(415, f"unsupported content type {media!r}: send JSON or multipart")
         except _Bad as exc:
             raise HTTPException(exc.status, str(exc)) from None
         except IngestError as exc:  # an archive that cannot be unpacked safely
             raise HTTPException(422, str(exc)) from None
+        limit = runtime.settings.ingest_async_bytes
+        asked = "respond-async" in request.headers.get("prefer", "").lower()
+        if asked or (limit and len(fields["data"]) > limit):
+            token = turns.later(client, lambda: _in_background(runtime, fields, work))
+            later = True
+            where = f"/v1/ingests/pending/{token}"
+            body = {"status": "queued", "token": token, "status_url": where}
+            return JSONResponse(body, status_code=202, headers={"Location": where})
+        async with turns.turn(client):
+            report, run_id = await ingest_fields(runtime, fields, work)
+    finally:
+        if not later:  # a background upload leaves its turn and its folder when it is done
+            turns.leave(client)
+            await asyncio.to_thread(shutil.rmtree, work, True)
+    content = await asyncio.to_thread(_answer, report, run_id, out_format)
+    return Response(content, media_type=MEDIA[out_format], headers={"Location": f"/v1/ingests/{run_id}"})
+
+
+def _answer(report: CiReport, run_id: int, out_format: str) -> bytes:
+    """The answer's body (off the event loop: a report of many tests takes a while to write)."""
+    if out_format != "json":
+        return emit(report, out_format).encode("utf-8")
+    body = report.to_dict()
+    body["id"] = run_id
+    body["dashboard"] = f"/ingests/{run_id}"
+    if report.launch_id is not None:
+        body["launch"] = f"/launches/{report.launch_id}"
+    return json.dumps(body, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode("utf-8")
+
+
+async def _in_background(runtime: Runtime, fields: dict[str, Any], work: Path) -> dict[str, Any]:
+    """An upload answered 202: recorded in its turn; what its status URL says once it is done."""
+    try:
         report, run_id = await ingest_fields(runtime, fields, work)
-    if out_format == "json":
-        body = report.to_dict()
-        body["id"] = run_id
-        body["dashboard"] = f"/ingests/{run_id}"
-        if report.launch_id is not None:
-            body["launch"] = f"/launches/{report.launch_id}"
-        return JSONResponse(body, headers={"Location": f"/v1/ingests/{run_id}"})
-    return Response(
-        emit(report, out_format), media_type=MEDIA[out_format], headers={"Location": f"/v1/ingests/{run_id}"}
-    )
+    finally:
+        await asyncio.to_thread(shutil.rmtree, work, True)
+    out: dict[str, Any] = {
+        "id": run_id,
+        "ingest": f"/v1/ingests/{run_id}",
+        "dashboard": f"/ingests/{run_id}",
+        "summary": report.to_dict()["summary"],
+        "warnings": list(report.warnings)[:50],
+    }
+    if report.launch_id is not None:
+        out["launch"] = f"/launches/{report.launch_id}"
+    return out
+
+
+def client_of(request: Request) -> str:
+    """Who sent the request, for per-client turns: its API key (a digest of it), else its address."""
+    key = request.headers.get("x-api-key") or ""
+    auth = request.headers.get("authorization") or ""
+    if not key and auth.lower().startswith("bearer "):
+        key = auth[7:].strip()
+    if key:
+        return "key:" + hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return "addr:" + (request.client.host if request.client is not None else "")
+
+
+@router.get("/v1/ingests/pending/{token}", responses=ERRORS)
+async def pending_ingest(
+    token: Annotated[str, PathParam(max_length=64)], runtime: RuntimeDep
+) -> dict[str, Any]:
+    """An upload answered 202: ``status`` queued, running, done (with its ``id`` and ``ingest``
+    URL) or failed (with the ``error_status`` and ``detail`` it would have been answered with)."""
+    found = runtime.upload_turns().pending.get(token)
+    if found is None:
+        raise HTTPException(404, "no upload with this token in this server process (tokens end with it)")
+    return found.view(token)
 
 
 async def upload_fields(request: Request, work: Path, settings: Settings) -> dict[str, Any]:
@@ -232,7 +305,12 @@ async def ingest_fields(runtime: Runtime, fields: dict[str, Any], work: Path) ->
     # passes take their scripts from the checkout, which lives only as long as the work folder
     records = await asyncio.to_thread(_records, report, job, started, checkout)
     report = _count_unresolved(report, records)
-    return await asyncio.to_thread(_store, runtime, report, source, job, started, records)
+    try:  # every run's history facts, passes' too: in the analysis pool, many runs a job
+        facts = await runtime.runner.facts(records)
+    except PoolUnavailable as exc:
+        raise HTTPException(503, str(exc), headers={"Retry-After": "5"}) from None
+    report = _with_warnings(report, facts_warnings(facts))
+    return await asyncio.to_thread(_store, runtime, report, source, job, started, records, facts)
 
 
 @router.get("/v1/ingests/{run_id}", responses=ERRORS)
@@ -463,6 +541,21 @@ def _count_unresolved(report: CiReport, records: list[RunRecord]) -> CiReport:
     return replace(report, warnings=(*report.warnings, warning))
 
 
+def facts_warnings(facts: Mapping[str, RunFacts], shown: int = 20) -> list[str]:
+    """The runs recorded without their facts (a cost limit), each once, the first ``shown`` of them."""
+    warnings = list(dict.fromkeys(f.warning for f in facts.values() if f.warning))
+    if len(warnings) > shown:
+        warnings = [
+            *warnings[:shown],
+            f"... and {len(warnings) - shown} more run(s) recorded without a trace",
+        ]
+    return warnings
+
+
+def _with_warnings(report: CiReport, warnings: Sequence[str]) -> CiReport:
+    return replace(report, warnings=(*report.warnings, *warnings)) if warnings else report
+
+
 def _triager(runtime: Runtime, options: TriageOptions) -> Triager:
     """Each failed test through the service's one triage driver (the analysis pool, its cost limits,
     the test's recorded history), stored as an ordinary triage labelled with its test id."""
@@ -491,6 +584,7 @@ def _store(
     job: Job,
     started: datetime,
     records: list[RunRecord],
+    facts: Mapping[str, RunFacts] | None = None,
 ) -> tuple[CiReport, int]:
     """The ingest that lists the failed tests' triages (each stored as it was made), then the job:
     every test's run in the CI history and its launch, with the known issues among its failures."""
@@ -508,6 +602,7 @@ def _store(
             launches=LaunchStore(runtime.store),
             labels=LabelStore(runtime.store),
             ingest_id=run_id,
+            facts=facts,
         )
     except Exception:  # the triages are stored and answered either way
         log.exception("ingested runs not recorded in the CI history")

@@ -1,0 +1,170 @@
+"""What the CI history keeps of a run besides the record itself: its facts (pure, no I/O).
+
+A run's facts are its err_sig, error message, estimated trace and printed values (DESIGN 8.1):
+computed once when the run is recorded, so spectra need no re-analysis. ``run_facts`` is the one
+computation; ``batch_facts`` runs it over many records at once, as the service's analysis pool
+does for a whole upload: one parse per script version, each version's scope and each test's
+pass trace computed once, every script checked against the cost limits first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from app.analysis.limits import CostLimits
+from app.analysis.logparse import parse_log
+from app.analysis.model import Loc, State
+from app.analysis.mustrun import passing_states
+from app.analysis.parsed import ParseCache, log_patterns
+from app.analysis.pipeline import analyze
+from app.history.rank import Values
+from app.history.records import RunRecord, scoped
+from app.history.signatures import analysis_signature, parsed_signature
+from app.history.values import value_tuples
+
+# (err_sig, error message, estimated trace, printed values)
+Facts = tuple[str | None, str | None, dict[str, Any] | None, dict[str, Any] | None]
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """One record's facts as ``batch_facts`` computed them: the scripts that make its version
+    (its test's own, ``scoped``), the facts, and why none could be computed (a cost limit)."""
+
+    paths: tuple[str, ...]
+    facts: Facts
+    warning: str | None = None
+
+
+def run_facts(record: RunRecord, parses: ParseCache, limits: CostLimits | None = None) -> Facts:
+    """(err_sig, error message, estimated trace, printed values) from the run's log and scripts.
+
+    A pass without a log (CI results files record passes so) still ran its test to the normal
+    end: its trace is the test's must-run lines, the rest doubtful (``pass_trace``). A failure's
+    err_sig is the one id of ``app.history.signatures``, or the one its record carries. With
+    ``limits``, scripts over them raise ``InputTooCostly`` before any analysis.
+    """
+    failed = record.verdict in ("fail", "error")
+    if not record.log:
+        trace = pass_trace(record, parses, limits) if record.verdict == "pass" else None
+        return (record.err_sig if failed else None), None, trace, None
+    if record.scripts:
+        try:
+            analysis = analyze(
+                list(record.scripts), record.log, parses=parses, variants=("tplus",), limits=limits
+            )
+        except ValueError:
+            if limits is not None:
+                raise
+            analysis = None
+        if analysis is not None:
+            trace: dict[str, Any] = {}
+            tplus = analysis.traces["tplus"]
+            for f in analysis.program.files:
+                states: dict[str, list[int]] = {"E": [], "N": [], "D": []}
+                for n in sorted(f.code_lines):
+                    ev = tplus.evidence.get(Loc(f.path, n))
+                    state = ev.state if ev is not None else None
+                    kept = Loc(f.path, n) in tplus.kept
+                    if state == State.EXE or (state is None and kept):
+                        states["E" if state == State.EXE else "D"].append(n)
+                    elif state == State.DBT:
+                        states["D"].append(n)
+                    else:
+                        states["N"].append(n)
+                trace[f.path] = states
+            printed = values_json(value_tuples(analysis))
+            if not failed:
+                return None, None, trace, printed
+            sig = record.err_sig or analysis_signature(analysis)
+            return sig, analysis.log.error_message[:2000], trace, printed
+    if not failed:
+        return None, None, None, None
+    return log_facts(record)
+
+
+def log_facts(record: RunRecord) -> Facts:
+    """A run's facts from its log alone (no scripts, or scripts past a cost limit)."""
+    if record.verdict not in ("fail", "error"):
+        return None, None, None, None
+    if not record.log:
+        return record.err_sig, None, None, None
+    parsed = parse_log(record.log)
+    return record.err_sig or parsed_signature(parsed, {}), parsed.error_message[:2000], None, None
+
+
+def log_only(record: RunRecord) -> Facts:
+    """The facts a run keeps when nothing of it may be analysed: the err_sig its record carries."""
+    return (record.err_sig if record.verdict in ("fail", "error") else None), None, None, None
+
+
+def values_json(values: Values) -> dict[str, Any] | None:
+    """Printed values as JSON (path -> line -> sorted tuples); None when nothing was printed."""
+    out: dict[str, dict[str, list[list[str]]]] = {}
+    for loc, tuples in sorted(values.items()):
+        out.setdefault(loc.path, {})[str(loc.line)] = [list(t) for t in sorted(tuples)]
+    return out or None
+
+
+def pass_trace(
+    record: RunRecord, parses: ParseCache, limits: CostLimits | None = None
+) -> dict[str, Any] | None:
+    """A log-less pass's trace from its scripts: must-run lines "E", the other code lines "D";
+    None without scripts or when no function of the scripts is the test."""
+    if not record.scripts:
+        return None
+    try:
+        program = parses.get(list(record.scripts), log_patterns(()), limits).program
+    except ValueError:
+        if limits is not None:
+            raise
+        return None
+    states = passing_states(program, record.key.key) or passing_states(program, record.key.name)
+    if not states:
+        return None
+    trace: dict[str, Any] = {f.path: {"E": [], "N": [], "D": []} for f in program.files}
+    for loc, state in sorted(states.items()):
+        trace[loc.path]["E" if state == State.EXE else "D"].append(loc.line)
+    return trace
+
+
+def batch_facts(
+    records: Sequence[RunRecord], limits: CostLimits | None = None, parses: ParseCache | None = None
+) -> list[RunFacts]:
+    """Each record's version scripts and facts, in order; a record whose scripts exceed ``limits``
+    keeps its scripts, gets the facts its log alone gives, and a warning naming the limit.
+
+    Records are grouped by their scripts, so each script set is parsed (and checked) once; a log-
+    less pass of the same test and version is traced once however often the upload repeats it.
+    """
+    parses = ParseCache() if parses is None else parses
+    refused: dict[tuple[tuple[str, str], ...], str] = {}
+    traced: dict[tuple[Any, ...], RunFacts] = {}
+    out: list[RunFacts] = []
+    for record in records:
+        files = tuple((s.path, s.content) for s in record.scripts)
+        if files in refused:
+            out.append(RunFacts(tuple(p for p, _ in files), log_facts(record), refused[files]))
+            continue
+        memo = (
+            (files, record.key.key, record.verdict) if record.verdict == "pass" and not record.log else None
+        )
+        if memo is not None and memo in traced:
+            out.append(traced[memo])
+            continue
+        try:
+            if files and limits is not None:
+                parses.get(list(record.scripts), log_patterns(()), limits)
+            kept = scoped(record, parses)
+            facts = run_facts(kept, parses, limits)
+        except ValueError as exc:  # a cost limit (InputTooCostly) or scripts that cannot be read
+            refused[files] = f"{record.test_id[:200]}: no trace recorded: {exc}"
+            out.append(RunFacts(tuple(p for p, _ in files), log_facts(record), refused[files]))
+            continue
+        found = RunFacts(tuple(s.path for s in kept.scripts), facts)
+        if memo is not None:
+            traced[memo] = found
+        out.append(found)
+    return out
