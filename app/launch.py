@@ -237,13 +237,11 @@ def record_launch(
     launches: Any,
     labels: Any,
     ingest_id: int | None = None,
-    facts: Mapping[str, Any] | None = None,
 ) -> Recorded:
     """Record a job: its runs (``history.add_runs``), then its launch unless the job was recorded
     before (``launches``), then the labels carried over to its failures (``labels``); answers the
-    launch and the known issues among its failures. The stores are ``app.store``'s; ``facts``:
-    the runs' history facts already computed (``app.history.facts.batch_facts``), by identity."""
-    stored = history.add_runs(list(records), facts) if facts else history.add_runs(list(records))
+    launch and the known issues among its failures. The stores are ``app.store``'s."""
+    stored = history.add_runs(list(records))
     found = launches.find(job.identity)
     if found is None:
         failing = {r.key.key for r in records if r.verdict in FAILING}

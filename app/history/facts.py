@@ -10,32 +10,19 @@ pass trace computed once, every script checked against the cost limits first.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from app.analysis.limits import CostLimits
 from app.analysis.logparse import parse_log
 from app.analysis.model import Loc, State
-from app.analysis.mustrun import passing_states
+from app.analysis.mustrun import must_run_lines
 from app.analysis.parsed import ParseCache, log_patterns
 from app.analysis.pipeline import analyze
+from app.history.packed import pack_trace, packable
 from app.history.rank import Values
-from app.history.records import RunRecord, scoped
+from app.history.records import Facts, RunFacts, RunRecord, scoped
 from app.history.signatures import analysis_signature, parsed_signature
 from app.history.values import value_tuples
-
-# (err_sig, error message, estimated trace, printed values)
-Facts = tuple[str | None, str | None, dict[str, Any] | None, dict[str, Any] | None]
-
-
-@dataclass(frozen=True)
-class RunFacts:
-    """One record's facts as ``batch_facts`` computed them: the scripts that make its version
-    (its test's own, ``scoped``), the facts, and why none could be computed (a cost limit)."""
-
-    paths: tuple[str, ...]
-    facts: Facts
-    warning: str | None = None
 
 
 def run_facts(record: RunRecord, parses: ParseCache, limits: CostLimits | None = None) -> Facts:
@@ -121,12 +108,19 @@ def pass_trace(
         if limits is not None:
             raise
         return None
-    states = passing_states(program, record.key.key) or passing_states(program, record.key.name)
-    if not states:
+    # ``app.analysis.mustrun.passing_states``, by file: must-run lines "E", other code lines "D"
+    ran = must_run_lines(program, record.key.key) or must_run_lines(program, record.key.name)
+    if not ran:
         return None
-    trace: dict[str, Any] = {f.path: {"E": [], "N": [], "D": []} for f in program.files}
-    for loc, state in sorted(states.items()):
-        trace[loc.path]["E" if state == State.EXE else "D"].append(loc.line)
+    trace: dict[str, Any] = {}
+    for f in program.files:
+        done = {loc.line for loc in ran if loc.path == f.path}
+        code = sorted(f.code_lines)
+        trace[f.path] = {
+            "E": [n for n in code if n in done],
+            "N": [],
+            "D": [n for n in code if n not in done],
+        }
     return trace
 
 
@@ -163,7 +157,12 @@ def batch_facts(
             refused[files] = f"{record.test_id[:200]}: no trace recorded: {exc}"
             out.append(RunFacts(tuple(p for p, _ in files), log_facts(record), refused[files]))
             continue
-        found = RunFacts(tuple(s.path for s in kept.scripts), facts)
+        trace = facts[2]
+        if trace is not None and packable(trace):  # packed here, in the pool, not by the writer
+            facts, packed = (facts[0], facts[1], None, facts[3]), pack_trace(trace, checked=True)
+        else:
+            packed = None
+        found = RunFacts(tuple(s.path for s in kept.scripts), facts, packed=packed)
         if memo is not None:
             traced[memo] = found
         out.append(found)

@@ -42,9 +42,10 @@ def packable(trace: Any) -> bool:
     return True
 
 
-def pack_trace(trace: Mapping[str, Mapping[str, Sequence[int]]]) -> bytes:
-    """One blob for a trace that :func:`packable` accepts (``ValueError`` otherwise)."""
-    if not packable(trace):
+def pack_trace(trace: Mapping[str, Mapping[str, Sequence[int]]], *, checked: bool = False) -> bytes:
+    """One blob for a trace that :func:`packable` accepts (``ValueError`` otherwise); ``checked``:
+    the caller has just asked :func:`packable`."""
+    if not checked and not packable(trace):
         raise ValueError("trace is not {path: {letter: [ascending line numbers]}}")
     header: list[list[Any]] = []
     numbers = array("I")

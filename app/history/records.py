@@ -44,6 +44,21 @@ def env_fingerprint(env: Mapping[str, Any]) -> str:
     return hashlib.sha1(blob.encode("utf-8")).hexdigest()[:12]
 
 
+# (err_sig, error message, estimated trace, printed values): what the history keeps of a run
+Facts = tuple[str | None, str | None, dict[str, Any] | None, dict[str, Any] | None]
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """A run's facts computed before it is stored (``app.history.facts.batch_facts``): the scripts
+    that make its version (its test's own, ``scoped``), the facts, and why none could be computed."""
+
+    paths: tuple[str, ...]
+    facts: Facts
+    warning: str | None = None
+    packed: bytes | None = None  # the trace as ``app.history.packed`` stores it, when it packs
+
+
 @dataclass(frozen=True)
 class RunRecord:
     key: TestKey
@@ -59,6 +74,8 @@ class RunRecord:
     log: str | None = None
     err_sig: str | None = None  # the failure's signature when the caller has it (``tcfl ci``'s)
     job: str | None = None  # the job's key (``app.ingest.job.Job.key``) and the run's place in it
+    # computed in the analysis pool before the run is stored; never part of its identity
+    facts: RunFacts | None = field(default=None, compare=False, repr=False)
 
     def identity(self) -> str:
         """What makes a re-sent record the same run: (job, test id), else (job_url, test id), else

@@ -17,8 +17,8 @@ from datetime import datetime
 from typing import Any
 
 from app.analysis.limits import CostLimits
-from app.history.facts import RunFacts, batch_facts, log_only
-from app.history.records import RunRecord
+from app.history.facts import batch_facts, log_only
+from app.history.records import RunFacts, RunRecord
 from app.localize.llm import ModelClient
 from app.options import before_of
 from app.rankers.base import RankRequest
@@ -87,24 +87,24 @@ class Runner:
             data[SNAPSHOT_KEY] = packed  # the store keeps it in its own tables, not in the result's JSON
         return data
 
-    async def facts(self, records: Sequence[RunRecord]) -> dict[str, RunFacts]:
-        """Each record's CI-history facts by identity, computed in the pool's large lane under the
+    async def with_facts(self, records: Sequence[RunRecord]) -> list[RunRecord]:
+        """The records with their CI-history facts, computed in the pool's large lane under the
         cost limits, ``FACTS_CHUNK`` records a job: a large upload's jobs queue beside other
         uploads' and never hold a worker long, and small requests keep the small lane."""
         unique = list({r.identity(): r for r in records}.items())
-        out: dict[str, RunFacts] = {}
+        found: dict[str, RunFacts] = {}
         for start in range(0, len(unique), FACTS_CHUNK):
             chunk = unique[start : start + FACTS_CHUNK]
             batch = tuple(r for _, r in chunk)
             if self.pool is None:
-                found = await asyncio.to_thread(batch_facts, batch, self.limits)
+                facts = await asyncio.to_thread(batch_facts, batch, self.limits)
             else:
                 try:
-                    found = await self.pool.run("facts", batch, self.limits, large=True)
+                    facts = await self.pool.run("facts", batch, self.limits, large=True)
                 except AnalysisRejected as exc:  # the whole job ran past a deadline: no traces
-                    found = [RunFacts(tuple(s.path for s in r.scripts), log_only(r), str(exc)) for r in batch]
-            out.update(zip((i for i, _ in chunk), found, strict=True))
-        return out
+                    facts = [RunFacts(tuple(s.path for s in r.scripts), log_only(r), str(exc)) for r in batch]
+            found.update(zip((i for i, _ in chunk), facts, strict=True))
+        return [replace(r, facts=found[r.identity()]) for r in records]
 
     async def _history(self, case: Submission, options: Any) -> tuple[Sequence[Any], str | None]:
         """The named test's recorded runs (oldest first), or why none were read."""

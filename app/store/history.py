@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -29,6 +29,7 @@ from sqlalchemy import (
     case,
     delete,
     func,
+    insert,
     or_,
     select,
     text,
@@ -41,11 +42,11 @@ from sqlalchemy.orm import Mapped, Session, aliased, mapped_column
 
 from app.analysis.model import Loc, State
 from app.analysis.parsed import ParseCache
-from app.history.facts import Facts, RunFacts, run_facts
+from app.history.facts import run_facts
 from app.history.newlines import MAX_PASS_LOGS
 from app.history.packed import pack_trace, packable, unpack_trace
 from app.history.rank import HistoryRun, Values
-from app.history.records import RunRecord, env_fingerprint, scoped
+from app.history.records import Facts, RunRecord, env_fingerprint, scoped
 from app.history.signatures import PastRun, Run, verdict_of
 from app.history.versions import content_hash, version_id
 from app.ingest.testkey import TestKey, canonical_key
@@ -174,25 +175,24 @@ class HistoryStore:
     def __init__(self, store: Store) -> None:
         self.store = store
 
-    def add_runs(
-        self, records: Sequence[RunRecord], computed: Mapping[str, RunFacts] | None = None
-    ) -> list[dict[str, Any]]:
+    def add_runs(self, records: Sequence[RunRecord]) -> list[dict[str, Any]]:
         """Store runs (idempotently); per record: run_id, version_id, err_sig, duplicate.
 
         Runs already stored are found in one query and never analysed again; a record repeated
         within ``records`` is stored once. Two writers racing on the same run: the loser retries
-        and finds the winner's row. ``computed``: by identity, each record's version scripts and
-        facts already computed (``app.history.facts.batch_facts``, in the service's analysis pool).
+        and finds the winner's row. A record whose ``facts`` were computed already (the service
+        computes them in its analysis pool) is stored with them and its version's scripts.
         """
         identities = [r.identity() for r in records]
-        given = computed or {}
-        facts: dict[str, Facts] = {i: f.facts for i, f in given.items()}
+        facts: dict[str, Facts] = {
+            i: r.facts.facts for r, i in zip(records, identities, strict=True) if r.facts
+        }
         parses = ParseCache()  # the runs of one results file share their tests' scripts: parsed once
         records = [  # its version: the test's own scripts
-            replace(r, scripts=tuple(s for s in r.scripts if s.path in given[i].paths))
-            if i in given
+            replace(r, scripts=tuple(s for s in r.scripts if s.path in r.facts.paths))
+            if r.facts is not None
             else scoped(r, parses)
-            for r, i in zip(records, identities, strict=True)
+            for r in records
         ]
         for attempt in (1, 2):
             known = self._known(identities)
@@ -235,61 +235,103 @@ class HistoryStore:
         known: dict[str, dict[str, Any]],
         facts: dict[str, Facts],
     ) -> dict[str, dict[str, Any]]:
+        """The new runs, written in bulk (``CHUNK`` rows a statement): an upload of many thousand
+        runs holds the database's write lock for a moment, not for a round trip per run."""
         created: dict[str, dict[str, Any]] = {}
-        tests: dict[str, TestRow] = {}
-        versions: dict[str, str | None] = {}
+        todo: dict[str, RunRecord] = {}
+        for record, identity in zip(records, identities, strict=True):
+            if identity not in known and identity not in todo:
+                todo[identity] = record
+        if not todo:
+            return created
         with self.store._tx() as session:
-            for record, identity in zip(records, identities, strict=True):
-                if identity in known or identity in created:
-                    continue
+            tests = self._tests(session, list(todo.values()))
+            versions: dict[str, str | None] = {}
+            rows = []
+            for identity, record in todo.items():
                 sig, message, trace, printed = facts[identity]
-                test = tests.get(record.key.key) or self._test(session, record)
-                tests[record.key.key] = test
                 vkey = version_id({s.path: s.content for s in record.scripts}) if record.scripts else ""
                 if vkey not in versions:
                     versions[vkey] = self._version(session, record)
                 packed = trace is not None and packable(trace)
-                row = RunRow(
-                    identity=identity,
-                    test_id=test.id,
-                    version_id=versions[vkey],
-                    external_id=record.test_id,
-                    params=record.params,
-                    verdict=record.verdict,
-                    started_at=record.started_at,
-                    env=dict(record.env),
-                    env_fp=env_fingerprint(record.env),
-                    pipeline=record.pipeline,
-                    job_url=record.job_url,
-                    commit=record.commit,
-                    log_z=_pack(record.log) if record.log else None,
-                    err_sig=sig,
-                    error_message=message,
-                    trace_z=pack_trace(trace) if packed and trace is not None else None,
-                    trace=None if packed else trace,
-                    log_values=printed,
-                    created_at=utcnow(),
+                trace_z = pack_trace(trace) if packed and trace is not None else None
+                if record.facts is not None and record.facts.packed is not None:
+                    trace_z = record.facts.packed  # packed where the facts were computed
+                rows.append(
+                    {
+                        "identity": identity,
+                        "test_id": tests[record.key.key][0],
+                        "version_id": versions[vkey],
+                        "external_id": record.test_id,
+                        "params": record.params,
+                        "verdict": record.verdict,
+                        "started_at": record.started_at,
+                        "env": dict(record.env),
+                        "env_fp": env_fingerprint(record.env),
+                        "pipeline": record.pipeline,
+                        "job_url": record.job_url,
+                        "commit": record.commit,
+                        "log_z": _pack(record.log) if record.log else None,
+                        "err_sig": sig,
+                        "error_message": message,
+                        "trace_z": trace_z,
+                        "trace": None if packed else trace,
+                        "log_values": printed,
+                        "created_at": utcnow(),
+                    }
                 )
-                session.add(row)
-                session.flush()
-                created[identity] = {"run_id": row.id, "version_id": row.version_id, "err_sig": row.err_sig}
-                if test.last_run_at is None or _aware(test.last_run_at) < _aware(record.started_at):
-                    test.last_run_at = record.started_at
+            for start in range(0, len(rows), CHUNK):
+                part = rows[start : start + CHUNK]
+                ids = session.scalars(
+                    insert(RunRow).returning(RunRow.id, sort_by_parameter_order=True), part
+                ).all()
+                for row, run_id in zip(part, ids, strict=True):
+                    created[row["identity"]] = {
+                        "run_id": run_id,
+                        "version_id": row["version_id"],
+                        "err_sig": row["err_sig"],
+                    }
+            newest: dict[str, datetime] = {}
+            for record in todo.values():
+                key = record.key.key
+                if key not in newest or _aware(newest[key]) < _aware(record.started_at):
+                    newest[key] = record.started_at
+            moved = [
+                {"id": tests[key][0], "last_run_at": when}
+                for key, when in newest.items()
+                if tests[key][1] is None or _aware(tests[key][1]) < _aware(when)
+            ]
+            if moved:
+                session.execute(update(TestRow), moved)
         return created
 
-    def _test(self, session: Session, record: RunRecord) -> TestRow:
-        row = session.execute(select(TestRow).where(TestRow.key == record.key.key)).scalar_one_or_none()
-        if row is None:
-            row = TestRow(
-                key=record.key.key,
-                suite=record.key.suite,
-                path=record.key.path,
-                base_id=record.key.name,
-                created_at=utcnow(),
-            )
-            session.add(row)
-            session.flush()
-        return row
+    def _tests(
+        self, session: Session, records: Sequence[RunRecord]
+    ) -> dict[str, tuple[int, datetime | None]]:
+        """Each record's test (key -> id, last run), the missing ones inserted in bulk."""
+        first = {r.key.key: r.key for r in records}
+        keys = list(first)
+        found: dict[str, tuple[int, datetime | None]] = {}
+        for start in range(0, len(keys), CHUNK):
+            for key, test_id, last in session.execute(
+                select(TestRow.key, TestRow.id, TestRow.last_run_at).where(
+                    TestRow.key.in_(keys[start : start + CHUNK])
+                )
+            ).all():
+                found[key] = (test_id, last)
+        missing = [
+            {"key": k.key, "suite": k.suite, "path": k.path, "base_id": k.name, "created_at": utcnow()}
+            for key, k in first.items()
+            if key not in found
+        ]
+        for start in range(0, len(missing), CHUNK):
+            part = missing[start : start + CHUNK]
+            ids = session.scalars(
+                insert(TestRow).returning(TestRow.id, sort_by_parameter_order=True), part
+            ).all()
+            for row, test_id in zip(part, ids, strict=True):
+                found[row["key"]] = (test_id, None)
+        return found
 
     def _version(self, session: Session, record: RunRecord) -> str | None:
         if not record.scripts:

@@ -25,6 +25,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     func,
+    insert,
     select,
 )
 from sqlalchemy.exc import IntegrityError
@@ -169,26 +170,28 @@ class LaunchStore:
                 )
                 session.add(row)
                 session.flush()
-                session.add_all(
-                    LaunchTestRow(
-                        launch_id=row.id,
-                        idx=idx,
-                        key=t.key[:1100],
-                        test_id=t.test_id[:1000],
-                        verdict=t.verdict,
-                        duration_s=t.duration_s,
-                        run_id=t.run_id,
-                        err_sig=t.err_sig,
-                        site=t.site,
-                        error=(t.error or None) and t.error.replace("\x00", ""),
-                        triage_id=t.triage_id,
-                        problem=(t.problem or None) and t.problem.replace("\x00", ""),
-                        top=(t.top or "")[:1100] or None,
-                        classification=t.classification,
-                        history=None if t.history is None else dict(t.history),
-                    )
+                rows = [
+                    {
+                        "launch_id": row.id,
+                        "idx": idx,
+                        "key": t.key[:1100],
+                        "test_id": t.test_id[:1000],
+                        "verdict": t.verdict,
+                        "duration_s": t.duration_s,
+                        "run_id": t.run_id,
+                        "err_sig": t.err_sig,
+                        "site": t.site,
+                        "error": (t.error or None) and t.error.replace("\x00", ""),
+                        "triage_id": t.triage_id,
+                        "problem": (t.problem or None) and t.problem.replace("\x00", ""),
+                        "top": (t.top or "")[:1100] or None,
+                        "classification": t.classification,
+                        "history": None if t.history is None else dict(t.history),
+                    }
                     for idx, t in enumerate(launch.tests)
-                )
+                ]
+                for start in range(0, len(rows), 1000):  # in bulk: a large job holds the lock briefly
+                    session.execute(insert(LaunchTestRow), rows[start : start + 1000])
                 return row.id
         except IntegrityError:
             found = self.find(job.identity)

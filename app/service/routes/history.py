@@ -91,14 +91,14 @@ async def create_runs(request: Request, runtime: RuntimeDep) -> dict[str, Any]:
             raise HTTPException(422, str(exc)) from None
         async with turns.turn(client):
             try:  # the runs' facts in the analysis pool, under its limits, many runs a job
-                facts = await runtime.runner.facts(records)
+                records = await runtime.runner.with_facts(records)
             except PoolUnavailable as exc:
                 raise HTTPException(503, str(exc), headers={"Retry-After": "5"}) from None
-            created = await asyncio.to_thread(HistoryStore(runtime.store).add_runs, records, facts)
+            created = await asyncio.to_thread(HistoryStore(runtime.store).add_runs, records)
     finally:
         turns.leave(client)
     out: dict[str, Any] = {"runs": created}
-    warnings = facts_warnings(facts)
+    warnings = facts_warnings(records)
     if warnings:
         out["warnings"] = warnings
     return out

@@ -33,7 +33,6 @@ from app.analysis.logstatements import compile_patterns
 from app.analysis.model import Script
 from app.ci import CiReport, Triager, history_key, triage_results
 from app.emit import FORMATS, emit
-from app.history.facts import RunFacts
 from app.history.records import RunRecord
 from app.ingest import FORMATS as RESULT_FORMATS
 from app.ingest import IngestError, Results, merge, parse_bytes, read_folder
@@ -306,11 +305,11 @@ async def ingest_fields(runtime: Runtime, fields: dict[str, Any], work: Path) ->
     records = await asyncio.to_thread(_records, report, job, started, checkout)
     report = _count_unresolved(report, records)
     try:  # every run's history facts, passes' too: in the analysis pool, many runs a job
-        facts = await runtime.runner.facts(records)
+        records = await runtime.runner.with_facts(records)
     except PoolUnavailable as exc:
         raise HTTPException(503, str(exc), headers={"Retry-After": "5"}) from None
-    report = _with_warnings(report, facts_warnings(facts))
-    return await asyncio.to_thread(_store, runtime, report, source, job, started, records, facts)
+    report = _with_warnings(report, facts_warnings(records))
+    return await asyncio.to_thread(_store, runtime, report, source, job, started, records)
 
 
 @router.get("/v1/ingests/{run_id}", responses=ERRORS)
@@ -541,9 +540,9 @@ def _count_unresolved(report: CiReport, records: list[RunRecord]) -> CiReport:
     return replace(report, warnings=(*report.warnings, warning))
 
 
-def facts_warnings(facts: Mapping[str, RunFacts], shown: int = 20) -> list[str]:
+def facts_warnings(records: Sequence[RunRecord], shown: int = 20) -> list[str]:
     """The runs recorded without their facts (a cost limit), each once, the first ``shown`` of them."""
-    warnings = list(dict.fromkeys(f.warning for f in facts.values() if f.warning))
+    warnings = list(dict.fromkeys(r.facts.warning for r in records if r.facts and r.facts.warning))
     if len(warnings) > shown:
         warnings = [
             *warnings[:shown],
@@ -584,7 +583,6 @@ def _store(
     job: Job,
     started: datetime,
     records: list[RunRecord],
-    facts: Mapping[str, RunFacts] | None = None,
 ) -> tuple[CiReport, int]:
     """The ingest that lists the failed tests' triages (each stored as it was made), then the job:
     every test's run in the CI history and its launch, with the known issues among its failures."""
@@ -602,7 +600,6 @@ def _store(
             launches=LaunchStore(runtime.store),
             labels=LabelStore(runtime.store),
             ingest_id=run_id,
-            facts=facts,
         )
     except Exception:  # the triages are stored and answered either way
         log.exception("ingested runs not recorded in the CI history")
