@@ -43,6 +43,9 @@ class TriagedRun:
     warnings: tuple[str, ...] = ()
     triage_id: int | None = None
     sources: tuple[Script, ...] = field(default=(), repr=False, compare=False)  # what was triaged
+    # what ``POST /v1/triage`` answers this failure with when it is refused: 413 past a size
+    # limit, 422 past a cost limit or for bad input (``problem`` is its message)
+    refused_status: int | None = None
 
     @property
     def top(self) -> str | None:
@@ -78,6 +81,7 @@ class TriagedRun:
             "triage_id": self.triage_id,
             "result": None if self.result is None else self.result.to_dict(),
             "warnings": list(self.warnings),
+            "refused_status": self.refused_status,
         }
 
 
@@ -256,7 +260,7 @@ async def triage_run(
     size = len(run.log.encode("utf-8"))
     if max_log_bytes is not None and size > max_log_bytes:
         problem = f"the test's log is {size} bytes; max_log_bytes={max_log_bytes}"
-        return TriagedRun(run, names, None, problem, tuple(warnings))
+        return TriagedRun(run, names, None, problem, tuple(warnings), refused_status=413)
     if not scripts:
         return TriagedRun(
             run, names, None, "no script of this test was found in the checkout", tuple(warnings)
@@ -271,7 +275,7 @@ async def triage_run(
         else:
             result = await triager(run, scripts)
     except ValueError as exc:
-        return TriagedRun(run, names, None, f"triage refused: {exc}", tuple(warnings))
+        return TriagedRun(run, names, None, f"triage refused: {exc}", tuple(warnings), refused_status=422)
     triage_id = int(result.id) if result.id is not None and result.id.isdigit() else None
     return TriagedRun(run, names, result, None, tuple(warnings), triage_id=triage_id, sources=tuple(scripts))
 
@@ -294,9 +298,8 @@ async def triage_results(
 
     async def one(run: TestRun) -> TriagedRun:
         async with gate:
-            parsed = local.parse(run) if local is not None else None
-            frames = parsed.frames if parsed is not None else None
-            scripts, warnings = find_scripts(run, checkout, max_files=max_files, frames=frames)
+            # the log's frames and the scripts they name: off the event loop (a log may be large)
+            parsed, (scripts, warnings) = await asyncio.to_thread(_found, run)
             return await triage_run(
                 run,
                 scripts,
@@ -305,6 +308,11 @@ async def triage_results(
                 max_log_bytes=max_log_bytes,
                 parsed=parsed,
             )
+
+    def _found(run: TestRun) -> tuple[ParsedLog | None, tuple[list[Script], list[str]]]:
+        parsed = local.parse(run) if local is not None else None
+        frames = parsed.frames if parsed is not None else None
+        return parsed, find_scripts(run, checkout, max_files=max_files, frames=frames)
 
     triaged = tuple(await asyncio.gather(*(one(run) for run in results.failed)))
     return CiReport(

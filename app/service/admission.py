@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import secrets
 import time
@@ -24,8 +25,9 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-WAITING_PER_CLIENT = 4  # one client's uploads waiting beyond those it may run at once
+WAITING_PER_CLIENT = 8  # one client's uploads waiting beyond those it may run at once
 KEPT_FINISHED = 1_000  # finished background uploads whose state is kept for their status URL
+FULL_COLLECTION_EVERY = 16  # uploads finished between full collections while uploads keep running
 
 
 class Refused(Exception):
@@ -61,6 +63,9 @@ class Admission:
         self._waiting = 0
         self.pending: OrderedDict[str, Pending] = OrderedDict()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._running = 0
+        self._finished = 0
+        self._thresholds = gc.get_threshold()
 
     def admit(self, client: str) -> None:
         """Count an upload in, or refuse it (``Refused``) before anything of it is read."""
@@ -98,11 +103,31 @@ class Admission:
                 raise
         finally:
             self._waiting -= 1
+        self._started()
         try:
             yield
         finally:
+            self._ended()
             self._slots.release()
             own.release()
+
+    def _started(self) -> None:
+        """While uploads run, no automatic full collection: each walks every object an upload
+        holds (many per run), and it stops the event loop (``/healthz`` included) while it does."""
+        if self._running == 0:
+            self._thresholds = gc.get_threshold()
+            gc.set_threshold(self._thresholds[0], self._thresholds[1], 1_000_000)
+        self._running += 1
+
+    def _ended(self) -> None:
+        """The usual collection again when none runs; a full one now and then while they keep
+        coming, so that cyclic garbage stays bounded."""
+        self._running -= 1
+        self._finished += 1
+        if self._running == 0:
+            gc.set_threshold(*self._thresholds)
+        elif self._finished % FULL_COLLECTION_EVERY == 0:
+            gc.collect()
 
     def later(self, client: str, work: Callable[[], Awaitable[dict[str, Any]]]) -> str:
         """Run an admitted upload in the background, in its turn; the token of its status URL.

@@ -8,6 +8,7 @@ served at ``/static`` without a key.
 from __future__ import annotations
 
 import asyncio
+import gc
 import importlib
 import logging
 import re
@@ -146,6 +147,10 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
         )
         runtime.worker_task = asyncio.create_task(runtime.worker.run())
     log.info("tcfl service started", extra={"worker": runtime.worker_state(), "worker_id": runtime.worker_id})
+    # What start-up loaded (modules, routes, schemas) lives as long as the process: out of the
+    # collector's sight, so that a full collection under load walks only the requests' objects.
+    gc.collect()
+    gc.freeze()
     try:
         yield
     finally:

@@ -294,7 +294,10 @@ class AnalysisPool:
         fd = worker.conn.fileno()
         try:
             os.set_blocking(fd, True)
-            message = bytes(ForkingPickler.dumps((job, args, self.limits.cpu_s)))
+            if large:  # a large job's arguments may take a while to pickle: not on the loop
+                message = await asyncio.to_thread(_pickled, job, args, self.limits.cpu_s)
+            else:
+                message = _pickled(job, args, self.limits.cpu_s)
             if len(message) <= INLINE_BYTES:
                 worker.conn.send_bytes(message)
             else:
@@ -364,6 +367,10 @@ class AnalysisPool:
             self._free = {"small": [], "large": []}
             self._changed.notify_all()
         await asyncio.gather(*(asyncio.to_thread(_stop, w) for w in workers))
+
+
+def _pickled(job: str, args: tuple[Any, ...], cpu_s: float) -> bytes:
+    return bytes(ForkingPickler.dumps((job, args, cpu_s)))
 
 
 def _stop(worker: _Worker) -> None:

@@ -91,7 +91,8 @@ class Runner:
         """The records with their CI-history facts, computed in the pool's large lane under the
         cost limits, ``FACTS_CHUNK`` records a job: a large upload's jobs queue beside other
         uploads' and never hold a worker long, and small requests keep the small lane."""
-        unique = list({r.identity(): r for r in records}.items())
+        identities = await asyncio.to_thread(lambda: [r.identity() for r in records])
+        unique = list(dict(zip(identities, records, strict=True)).items())
         found: dict[str, RunFacts] = {}
         for start in range(0, len(unique), FACTS_CHUNK):
             chunk = unique[start : start + FACTS_CHUNK]
@@ -104,7 +105,9 @@ class Runner:
                 except AnalysisRejected as exc:  # the whole job ran past a deadline: no traces
                     facts = [RunFacts(tuple(s.path for s in r.scripts), log_only(r), str(exc)) for r in batch]
             found.update(zip((i for i, _ in chunk), facts, strict=True))
-        return [replace(r, facts=found[r.identity()]) for r in records]
+        return await asyncio.to_thread(
+            lambda: [replace(r, facts=found[i]) for r, i in zip(records, identities, strict=True)]
+        )
 
     async def _history(self, case: Submission, options: Any) -> tuple[Sequence[Any], str | None]:
         """The named test's recorded runs (oldest first), or why none were read."""

@@ -244,42 +244,43 @@ class HistoryStore:
                 todo[identity] = record
         if not todo:
             return created
+        rows, vkeys = [], []  # made before the transaction: the write lock is held for the writes only
+        for identity, record in todo.items():
+            sig, message, trace, printed = facts[identity]
+            vkeys.append(version_id({s.path: s.content for s in record.scripts}) if record.scripts else "")
+            packed = trace is not None and packable(trace)
+            trace_z = pack_trace(trace) if packed and trace is not None else None
+            if record.facts is not None and record.facts.packed is not None:
+                trace_z = record.facts.packed  # packed where the facts were computed
+            rows.append(
+                {
+                    "identity": identity,
+                    "external_id": record.test_id,
+                    "params": record.params,
+                    "verdict": record.verdict,
+                    "started_at": record.started_at,
+                    "env": dict(record.env),
+                    "env_fp": env_fingerprint(record.env),
+                    "pipeline": record.pipeline,
+                    "job_url": record.job_url,
+                    "commit": record.commit,
+                    "log_z": _pack(record.log) if record.log else None,
+                    "err_sig": sig,
+                    "error_message": message,
+                    "trace_z": trace_z,
+                    "trace": None if packed else trace,
+                    "log_values": printed,
+                    "created_at": utcnow(),
+                }
+            )
         with self.store._tx() as session:
             tests = self._tests(session, list(todo.values()))
             versions: dict[str, str | None] = {}
-            rows = []
-            for identity, record in todo.items():
-                sig, message, trace, printed = facts[identity]
-                vkey = version_id({s.path: s.content for s in record.scripts}) if record.scripts else ""
+            for row, record, vkey in zip(rows, todo.values(), vkeys, strict=True):
                 if vkey not in versions:
                     versions[vkey] = self._version(session, record)
-                packed = trace is not None and packable(trace)
-                trace_z = pack_trace(trace) if packed and trace is not None else None
-                if record.facts is not None and record.facts.packed is not None:
-                    trace_z = record.facts.packed  # packed where the facts were computed
-                rows.append(
-                    {
-                        "identity": identity,
-                        "test_id": tests[record.key.key][0],
-                        "version_id": versions[vkey],
-                        "external_id": record.test_id,
-                        "params": record.params,
-                        "verdict": record.verdict,
-                        "started_at": record.started_at,
-                        "env": dict(record.env),
-                        "env_fp": env_fingerprint(record.env),
-                        "pipeline": record.pipeline,
-                        "job_url": record.job_url,
-                        "commit": record.commit,
-                        "log_z": _pack(record.log) if record.log else None,
-                        "err_sig": sig,
-                        "error_message": message,
-                        "trace_z": trace_z,
-                        "trace": None if packed else trace,
-                        "log_values": printed,
-                        "created_at": utcnow(),
-                    }
-                )
+                row["test_id"] = tests[record.key.key][0]
+                row["version_id"] = versions[vkey]
             for start in range(0, len(rows), CHUNK):
                 part = rows[start : start + CHUNK]
                 ids = session.scalars(
