@@ -138,6 +138,11 @@ def parse_run(data: Any, *, now: datetime | None = None) -> RunRecord:
         raise ValueError("log must be a string")
     if isinstance(data.get("params"), str) and data["params"]:
         params = data["params"]
+    named = {"test_id": test_id, "suite": suite, "params": params}
+    named.update({k: str(v) for k, v in ci.items() if k in JOB_FIELDS and v is not None})
+    for field_name, value in named.items():
+        if "\x00" in value:  # no database keeps it (PostgreSQL refuses NUL in text)
+            raise ValueError(f"{field_name} must not contain NUL characters")
     return RunRecord(
         key=key,
         test_id=test_id.strip(),

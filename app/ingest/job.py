@@ -60,7 +60,12 @@ class Job:
         changes = {k: v for k, v in fields.items() if v not in (None, "")}
         for name in ("job_url", "pipeline", "job_id", "commit", "source"):
             if name in changes:
-                changes[name] = str(changes[name]).strip()[:MAX_FIELD] or None
+                value = str(changes[name])
+                if "\x00" in value:  # no database keeps it (PostgreSQL refuses NUL in text)
+                    if name != "source":
+                        raise ValueError(f"{name} must not contain NUL characters")
+                    value = value.replace("\x00", "")
+                changes[name] = value.strip()[:MAX_FIELD] or None
         if "started_at" in changes and not isinstance(changes["started_at"], datetime):
             changes["started_at"] = parse_time(str(changes["started_at"]))
         url = changes.get("job_url")

@@ -108,7 +108,7 @@ async def create_runs(request: Request, runtime: RuntimeDep) -> dict[str, Any]:
 async def list_tests(
     runtime: RuntimeDep,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
 ) -> dict[str, Any]:
     """Tests with recorded runs, most recently run first."""
     items = await asyncio.to_thread(HistoryStore(runtime.store).tests, limit=limit, offset=offset)
@@ -130,7 +130,7 @@ async def test_history(
 async def signatures(
     runtime: RuntimeDep,
     limit: Annotated[int, Query(ge=1, le=1000)] = SIGNATURE_PAGE,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
     order: Annotated[
         SignatureOrder, Query(description="recent: newest failure first; failures: largest group first")
     ] = "recent",

@@ -379,7 +379,7 @@ def _json_fields(body: bytes, work: Path, settings: Settings) -> dict[str, Any]:
         raise _Bad(
             422, "results: an object with 'content' (text, or base64 with encoding 'base64') is required"
         )
-    name = str(results.get("name") or "results")[:255]
+    name = file_name(results.get("name"))
     if results.get("encoding") == "base64":
         try:
             data = base64.b64decode(results["content"], validate=True)
@@ -411,6 +411,13 @@ def _json_fields(body: bytes, work: Path, settings: Settings) -> dict[str, Any]:
     return fields
 
 
+def file_name(raw: object) -> str:
+    """An uploaded file's name as stored and shown: no control characters (PostgreSQL refuses
+    NUL), at most 255 characters, "results" when none is left."""
+    text = "".join(ch for ch in str(raw or "") if ch >= " " and ch != "\x7f")
+    return text.strip()[:255] or "results"
+
+
 def _write_script(checkout: Path, path: str, content: str) -> None:
     try:
         rel = safe_name(path, "scripts")
@@ -431,7 +438,7 @@ async def _multipart(request: Request, work: Path, settings: Settings) -> dict[s
     upload = form.get("results")
     if not isinstance(upload, UploadFile):
         raise _Bad(422, "multipart upload needs the results in a file field named 'results'")
-    fields: dict[str, Any] = {"name": (upload.filename or "results")[:255], "data": await upload.read()}
+    fields: dict[str, Any] = {"name": file_name(upload.filename), "data": await upload.read()}
     archive = form.get("archive")
     checkout = work / "checkout"
     checkout.mkdir()

@@ -102,7 +102,7 @@ async def list_launches(
     runtime: RuntimeDep,
     pipeline: Annotated[str | None, Query(max_length=1000, description="only this pipeline's")] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = PAGE,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
 ) -> dict[str, Any]:
     """CI jobs recorded (``tcfl ci``, ``POST /v1/ingest``), newest first, with their counts."""
     store = LaunchStore(runtime.store)
