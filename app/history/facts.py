@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from app.analysis.limits import CostLimits
+from app.analysis.limits import CostLimits, check_text
 from app.analysis.logparse import parse_log
 from app.analysis.model import Loc, State
 from app.analysis.mustrun import must_run_lines
@@ -135,6 +135,7 @@ def batch_facts(
     """
     parses = ParseCache() if parses is None else parses
     refused: dict[tuple[tuple[str, str], ...], str] = {}
+    checked: set[tuple[tuple[str, str], ...]] = set()
     traced: dict[tuple[Any, ...], RunFacts] = {}
     out: list[RunFacts] = []
     for record in records:
@@ -148,14 +149,21 @@ def batch_facts(
         if memo is not None and memo in traced:
             out.append(traced[memo])
             continue
-        try:
-            if files and limits is not None:
+        paths = tuple(p for p, _ in files)
+        if files and limits is not None and files not in checked:
+            try:  # the scripts once per set: every run of them is refused alike
+                check_text(record.scripts, "", limits)
                 parses.get(list(record.scripts), log_patterns(()), limits)
+            except ValueError as exc:  # a cost limit (InputTooCostly)
+                refused[files] = f"{record.test_id[:200]}: no trace recorded: {exc}"
+                out.append(RunFacts(paths, log_facts(record), refused[files]))
+                continue
+            checked.add(files)
+        try:
             kept = scoped(record, parses)
             facts = run_facts(kept, parses, limits)
-        except ValueError as exc:  # a cost limit (InputTooCostly) or scripts that cannot be read
-            refused[files] = f"{record.test_id[:200]}: no trace recorded: {exc}"
-            out.append(RunFacts(tuple(p for p, _ in files), log_facts(record), refused[files]))
+        except ValueError as exc:  # this run's own log is past a limit: what its record carries
+            out.append(RunFacts(paths, log_only(record), f"{record.test_id[:200]}: no trace recorded: {exc}"))
             continue
         trace = facts[2]
         if trace is not None and packable(trace):  # packed here, in the pool, not by the writer

@@ -19,9 +19,14 @@ from app.ingest.clean import duration, json_int, shown, unreadable
 FORMAT = "reportlog"
 
 
+SNIFF_LINES = 20  # a damaged first line is a warning when a later one is a report record
+
+
 def sniff(head: bytes) -> bool:
-    # a JSON object first ('{"'), not a stestr console's "{0} test ... ok" that prints a report log
-    return head.lstrip().startswith(b'{"') and b'"$report_type"' in head
+    # a line that is a JSON object ('{"') with a report type, not a stestr console's
+    # "{0} test ... ok" that prints a report log
+    lines = head.splitlines()[:SNIFF_LINES]
+    return any(line.lstrip().startswith(b'{"') and b'"$report_type"' in line for line in lines)
 
 
 @dataclass

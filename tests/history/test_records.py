@@ -67,6 +67,10 @@ def test_env_fingerprint_ignores_order() -> None:
         ({"test_id": "t", "verdict": "pass", "scripts": [{"path": "x"}]}, "scripts must be"),
         ({"test_id": "t", "verdict": "pass", "env": ["a"]}, "env must be"),
         ({"test_id": " ", "verdict": "pass"}, "empty"),
+        ({"test_id": "t\x00", "verdict": "pass"}, "test_id must not contain NUL"),
+        ({"test_id": "t", "verdict": "pass", "params": "p\x00"}, "params must not contain NUL"),
+        ({"test_id": "t", "verdict": "pass", "ci": {"pipeline": "p\x00"}}, "pipeline must not contain NUL"),
+        ({"test_id": "t", "verdict": "pass", "commit": "c\x00"}, "commit must not contain NUL"),
     ],
 )
 def test_bad_records_say_what_is_wrong(data: object, message: str) -> None:
