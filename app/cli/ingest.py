@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from app.cli import UsageError
+from app.cli import EXIT_USAGE, UsageError
 from app.cli.flags import add_job_flags, job_given
 from app.cli.history import add_db_flag, history_store
 
@@ -34,23 +34,27 @@ def run(args: argparse.Namespace) -> int:
         text = args.runs.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"cannot read {args.runs}: {exc}") from exc
-    records = []
+    records, bad = [], []
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
             records.append(with_job(parse_run(json.loads(line)), job))
         except json.JSONDecodeError as exc:
-            raise UsageError(f"{args.runs}:{n}: not JSON ({exc.msg})") from None
+            bad.append(f"{args.runs}:{n}: not JSON ({exc.msg})")
         except ValueError as exc:
-            raise UsageError(f"{args.runs}:{n}: {exc}") from None
+            bad.append(f"{args.runs}:{n}: {exc}")
     if not records:
-        raise UsageError(f"{args.runs} holds no run record")
-    with history_store(args.db) as history:
+        raise UsageError(bad[0] if bad else f"{args.runs} holds no run record")
+    with history_store(args.db) as history:  # a bad record never loses the others
         created = history.add_runs(records)
     if args.json:
         print(json.dumps({"runs": created}, indent=1))
     else:
         new = sum(not c["duplicate"] for c in created)
         print(f"{new} runs stored, {len(created) - new} already known", file=sys.stderr)
+    if bad:  # the exit status says the input was not all good, as it always did
+        for line in bad:
+            print(f"tcfl: error: {line} (not recorded)", file=sys.stderr)
+        return EXIT_USAGE
     return 0

@@ -68,6 +68,7 @@ def test_bad_input_is_a_usage_error(tmp_path: Path) -> None:
     bad.write_text('{"test_id": "x", "verdict": "pass"}\n{"test_id": "x", "verdict": "sorta"}\n')
     done = tcfl("ingest", str(bad), "--db", db)
     assert done.returncode == 2 and "bad.jsonl:2: verdict must be one of" in done.stderr
+    assert "1 runs stored" in done.stderr  # the good record is not lost
     assert tcfl("ingest", str(tmp_path / "missing.jsonl"), "--db", db).returncode == 2
     unknown = tcfl("history", "nope::x", "--db", db)
     assert unknown.returncode == 2 and "no runs recorded" in unknown.stderr
