@@ -30,6 +30,7 @@ import io
 import json
 import os
 import random
+import signal
 import subprocess
 import sys
 import tarfile
@@ -37,7 +38,8 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -375,20 +377,23 @@ def hostile(url: str) -> list[dict[str, Any]]:
                 },
             )
             seconds = time.perf_counter() - started
-            error = ""
-            if ing.status_code == 200:
+            said, status = "", ing.status_code
+            if ing.status_code == 200:  # the failure's own answer: the limit's status and message
                 tests = ing.json()["tests"]
-                error = (tests[0].get("error") or tests[0].get("reason") or "")[:80] if tests else ""
+                status = tests[0].get("refused_status") if tests else None
+                said = (tests[0].get("problem") or "").removeprefix("triage refused: ") if tests else ""
             else:
-                error = str(ing.json().get("detail"))[:80]
+                said = str(ing.json().get("detail"))
+            detail = str(tri.json().get("detail", ""))
             rows.append(
                 {
                     "class": name,
                     "triage": tri.status_code,
-                    "triage_detail": str(tri.json().get("detail", ""))[:80],
                     "ingest": ing.status_code,
+                    "ingest_failure": status,
+                    "same_message": said == detail,
                     "ingest_s": round(seconds, 2),
-                    "ingest_detail": error,
+                    "detail": detail[:90],
                 }
             )
     return rows
@@ -544,16 +549,22 @@ def symlink() -> dict[str, Any]:
         root = base / "repo"
         root.mkdir()
         (root / "test_mod.py").symlink_to(outside)
+        (root / "test_env.py").symlink_to("/proc/self/environ")  # the job's environment, the secret in it
+        os.mkfifo(root / "test_fifo.py")  # reading it would block
+        failing = "".join(
+            f'<testcase classname="{name}" name="test_good">'
+            f'<failure message="boom">{_attr(TRACE.replace("test_mod", name))}</failure></testcase>'
+            for name in ("test_mod", "test_env", "test_fifo")
+        )
         results = base / "junit.xml"
         results.write_text(
-            '<testsuites><testsuite name="s"><testcase classname="test_mod" name="test_good">'
-            f'<failure message="ValueError: boom">{_attr(TRACE)}</failure></testcase>'
+            f'<testsuites><testsuite name="s">{failing}'
             '<testcase classname="test_mod" name="test_ok"/></testsuite></testsuites>'
         )
         db = base / "h.db"
         summary = base / "summary.md"
         env = {k: v for k, v in os.environ.items() if not k.startswith(("TCFL_", "GITHUB_", "CI"))}
-        env.update(GITHUB_STEP_SUMMARY=str(summary), PYTHONPATH=str(REPO))
+        env.update(GITHUB_STEP_SUMMARY=str(summary), PYTHONPATH=str(REPO), BENCH_SECRET=secret)
         outs: dict[str, str] = {}
         warned = False
         codes = {}
@@ -586,7 +597,7 @@ def symlink() -> dict[str, Any]:
             )
             outs[fmt] = proc.stdout + proc.stderr
             codes[fmt] = proc.returncode
-            warned = warned or "outside" in outs[fmt]
+            warned = warned or ("outside" in outs[fmt] and "not a regular file" in outs[fmt])
         found = [fmt for fmt, text in outs.items() if secret in text]
         if summary.exists() and secret in summary.read_text(errors="replace"):
             found.append("job summary")
@@ -606,7 +617,10 @@ def symlink() -> dict[str, Any]:
                                 raw = zlib.decompress(raw)
                             if secret.encode() in raw:
                                 found.append(f"database ({table})")
-    return {"warned": warned, "exit": codes, "content_found_in": found}
+    said = sorted(
+        {line.strip()[:160] for text in outs.values() for line in text.splitlines() if "refused" in line}
+    )
+    return {"warned": warned, "exit": codes, "content_found_in": found, "warnings": said[:4]}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -642,13 +656,38 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def server(workers: int) -> Any:
-    """``tcfl serve`` on a free loopback port with a temporary SQLite file (``hostilebench``'s)."""
-    import hostilebench
-
-    return hostilebench.server(workers, 60.0, 2048)
+@contextmanager
+def server(workers: int) -> Iterator[tuple[str, int]]:
+    """``tcfl serve`` on a free loopback port with a temporary SQLite file, its batch worker on
+    (batch items are analysed in the same pool), the analysis limits at their defaults."""
+    port = free_port()
+    with tempfile.TemporaryDirectory(prefix="ingestbench-") as tmp:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("TCFL_")}
+        env.update(
+            TCFL_DATABASE_URL=f"sqlite:///{Path(tmp) / 'bench.db'}", TCFL_ANALYSIS_WORKERS=str(workers)
+        )
+        command = [sys.executable, "-c", "import sys; from app.cli import main; sys.exit(main())"]
+        args = ["serve", "--port", str(port), "--log-level", "error"]
+        proc = subprocess.Popen([*command, *args], cwd=tmp, env=env)
+        url = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                try:
+                    if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    time.sleep(0.2)
+            else:
+                raise SystemExit("tcfl serve did not start within 60 s")
+            yield url, proc.pid
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
 
 
 if __name__ == "__main__":
-    _ = free_port
     raise SystemExit(main())
