@@ -18,7 +18,7 @@ Everything is bounded and goes to loopback only. Run from the repository root:
 
     .venv/bin/python scripts/ingestbench.py                        # every phase
     .venv/bin/python scripts/ingestbench.py --phases fuzz --uploads 600
-    .venv/bin/python scripts/ingestbench.py --phases passes,big --passes 10000 --big 100000
+    .venv/bin/python scripts/ingestbench.py --phases passes,big --passes 10000 --big 100000 --per-file 50
 """
 
 from __future__ import annotations
@@ -631,7 +631,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrent", type=int, default=7, help="concurrent uploads in the passes phase")
     parser.add_argument("--passes", type=int, default=10_000, help="passes per upload in the passes phase")
     parser.add_argument("--big", type=int, default=100_000, help="passes in the big upload")
-    parser.add_argument("--files", type=int, default=100, help="test files the passes spread over")
+    parser.add_argument("--per-file", type=int, default=50, help="test functions per test file of the passes")
     parser.add_argument("--workers", type=int, default=2, help="analysis workers")
     args = parser.parse_args(argv)
     phases = [p.strip() for p in args.phases.split(",") if p.strip()]
@@ -647,9 +647,11 @@ def main(argv: list[str] | None = None) -> int:
                 elif phase == "hostile":
                     results[phase] = hostile(url)
                 elif phase == "passes":
-                    results[phase] = passes(url, pid, args.concurrent, args.passes, args.files)
+                    results[phase] = passes(
+                        url, pid, args.concurrent, args.passes, max(1, args.passes // args.per_file)
+                    )
                 elif phase == "big":
-                    results[phase] = big(url, pid, args.big, args.files)
+                    results[phase] = big(url, pid, args.big, max(1, args.big // args.per_file))
                 else:
                     continue
                 print(phase, json.dumps(results[phase]), flush=True)

@@ -114,13 +114,8 @@ def pass_trace(
         return None
     trace: dict[str, Any] = {}
     for f in program.files:
-        done = {loc.line for loc in ran if loc.path == f.path}
-        code = sorted(f.code_lines)
-        trace[f.path] = {
-            "E": [n for n in code if n in done],
-            "N": [],
-            "D": [n for n in code if n not in done],
-        }
+        done = {loc.line for loc in ran if loc.path == f.path}  # code lines (``must_run_lines``)
+        trace[f.path] = {"E": sorted(done), "N": [], "D": [n for n in sorted(f.code_lines) if n not in done]}
     return trace
 
 

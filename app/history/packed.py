@@ -17,7 +17,8 @@ import sys
 import zlib
 from array import array
 from collections.abc import Mapping, Sequence
-from itertools import accumulate, pairwise
+from itertools import accumulate, chain, pairwise
+from operator import sub
 from typing import Any
 
 FORMAT = 1
@@ -53,10 +54,7 @@ def pack_trace(trace: Mapping[str, Mapping[str, Sequence[int]]], *, checked: boo
         counts = []
         for letter, lines in states.items():
             counts.append([letter, len(lines)])
-            previous = 0
-            for n in lines:
-                numbers.append(n - previous)
-                previous = n
+            numbers.extend(map(sub, lines, chain((0,), lines)))  # deltas from 0, then from each line
         header.append([path, counts])
     if sys.byteorder != "little":
         numbers.byteswap()
