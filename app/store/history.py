@@ -29,7 +29,6 @@ from sqlalchemy import (
     case,
     delete,
     func,
-    insert,
     or_,
     select,
     text,
@@ -273,8 +272,13 @@ class HistoryStore:
                     "created_at": utcnow(),
                 }
             )
+        newest: dict[str, datetime] = {}  # each test's newest new run
+        for record in todo.values():
+            key = record.key.key
+            if key not in newest or _aware(newest[key]) < _aware(record.started_at):
+                newest[key] = record.started_at
         with self.store._tx() as session:
-            tests = self._tests(session, list(todo.values()))
+            tests = self._tests(session, list(todo.values()), newest)
             versions: dict[str, str | None] = {}
             for row, record, vkey in zip(rows, todo.values(), vkeys, strict=True):
                 if vkey not in versions:
@@ -283,20 +287,21 @@ class HistoryStore:
                 row["version_id"] = versions[vkey]
             for start in range(0, len(rows), CHUNK):
                 part = rows[start : start + CHUNK]
-                ids = session.scalars(
-                    insert(RunRow).returning(RunRow.id, sort_by_parameter_order=True), part
-                ).all()
-                for row, run_id in zip(part, ids, strict=True):
+                # one executemany (Core, no RETURNING: that is a statement a row on SQLite), then the ids
+                session.execute(RunRow.__table__.insert(), part)
+                ids = dict(
+                    session.execute(
+                        select(RunRow.identity, RunRow.id).where(
+                            RunRow.identity.in_([r["identity"] for r in part])
+                        )
+                    ).all()
+                )
+                for row in part:
                     created[row["identity"]] = {
-                        "run_id": run_id,
+                        "run_id": ids[row["identity"]],
                         "version_id": row["version_id"],
                         "err_sig": row["err_sig"],
                     }
-            newest: dict[str, datetime] = {}
-            for record in todo.values():
-                key = record.key.key
-                if key not in newest or _aware(newest[key]) < _aware(record.started_at):
-                    newest[key] = record.started_at
             moved = [
                 {"id": tests[key][0], "last_run_at": when}
                 for key, when in newest.items()
@@ -307,9 +312,10 @@ class HistoryStore:
         return created
 
     def _tests(
-        self, session: Session, records: Sequence[RunRecord]
+        self, session: Session, records: Sequence[RunRecord], newest: dict[str, datetime]
     ) -> dict[str, tuple[int, datetime | None]]:
-        """Each record's test (key -> id, last run), the missing ones inserted in bulk."""
+        """Each record's test (key -> id, last run), the missing ones inserted in bulk with their
+        newest run's time as their last run."""
         first = {r.key.key: r.key for r in records}
         keys = list(first)
         found: dict[str, tuple[int, datetime | None]] = {}
@@ -321,17 +327,27 @@ class HistoryStore:
             ).all():
                 found[key] = (test_id, last)
         missing = [
-            {"key": k.key, "suite": k.suite, "path": k.path, "base_id": k.name, "created_at": utcnow()}
+            {
+                "key": k.key,
+                "suite": k.suite,
+                "path": k.path,
+                "base_id": k.name,
+                "created_at": utcnow(),
+                "last_run_at": newest[key],
+            }
             for key, k in first.items()
             if key not in found
         ]
         for start in range(0, len(missing), CHUNK):
             part = missing[start : start + CHUNK]
-            ids = session.scalars(
-                insert(TestRow).returning(TestRow.id, sort_by_parameter_order=True), part
-            ).all()
-            for row, test_id in zip(part, ids, strict=True):
-                found[row["key"]] = (test_id, None)
+            session.execute(TestRow.__table__.insert(), part)
+            ids = dict(
+                session.execute(
+                    select(TestRow.key, TestRow.id).where(TestRow.key.in_([r["key"] for r in part]))
+                ).all()
+            )
+            for row in part:
+                found[row["key"]] = (ids[row["key"]], row["last_run_at"])
         return found
 
     def _version(self, session: Session, record: RunRecord) -> str | None:

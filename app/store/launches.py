@@ -25,7 +25,6 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     func,
-    insert,
     select,
 )
 from sqlalchemy.exc import IntegrityError
@@ -191,7 +190,7 @@ class LaunchStore:
                     for idx, t in enumerate(launch.tests)
                 ]
                 for start in range(0, len(rows), 1000):  # in bulk: a large job holds the lock briefly
-                    session.execute(insert(LaunchTestRow), rows[start : start + 1000])
+                    session.execute(LaunchTestRow.__table__.insert(), rows[start : start + 1000])
                 return row.id
         except IntegrityError:
             found = self.find(job.identity)
