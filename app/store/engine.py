@@ -182,6 +182,14 @@ def make_engine(url: str) -> Engine:
                 raise
 
         @event.listens_for(engine, "commit")
+        def _on_commit(conn: Any) -> None:
+            found = _FILES.get(conn.engine)
+            if found is not None:
+                # removed while this transaction ran: refused, so it is not acknowledged into a file
+                # no restart will see (the rollback that follows releases the lock)
+                found.check()
+            _release(conn.info)
+
         @event.listens_for(engine, "rollback")
         def _on_end(conn: Any) -> None:
             # runs just before COMMIT/ROLLBACK is sent: the next writer's BEGIN IMMEDIATE may wait
