@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Engine, func, select, text, update
+from sqlalchemy import Engine, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, relationship, sessionmaker
 
@@ -241,10 +241,6 @@ class Store:
 
     def write_succeeded(self) -> None:
         self._failed = None
-
-    def ping(self) -> None:
-        with self.engine.connect() as conn:
-            conn.execute(text("SELECT 1"))
 
     def health(self) -> str | None:
         """Why the database cannot take writes now, or None. Checks that a SQLite file is still the
