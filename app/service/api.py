@@ -25,7 +25,7 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from jinja2 import pass_context
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import DataError, SQLAlchemyError
 from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -248,6 +248,12 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 async def _storage_error(request: Request, exc: Exception) -> JSONResponse:
     """The database refused: 507 when its disk is full, else 503, with what happened; never a 500."""
+    if isinstance(exc, DataError):  # a value the database cannot hold: the input's fault
+        log.warning("a value the database refused: %s", exc.orig)
+        first = str(exc.orig).strip().splitlines()[0][:200] if str(exc.orig).strip() else "refused"
+        return JSONResponse(
+            {"detail": f"a value cannot be stored ({first}): nothing was stored"}, status_code=422
+        )
     refused = storage_error(exc)
     if refused is None:
         return await _internal_error(request, exc)
@@ -262,7 +268,7 @@ async def _storage_error(request: Request, exc: Exception) -> JSONResponse:
 
 
 async def _internal_error(request: Request, exc: Exception) -> JSONResponse:
-    if storage_error(exc) is not None:
+    if isinstance(exc, DataError) or storage_error(exc) is not None:
         return await _storage_error(request, exc)
     log.error("unhandled error", exc_info=exc)
     return JSONResponse({"detail": "internal error", "request_id": request_id_var.get()}, status_code=500)

@@ -30,9 +30,10 @@ class StoreUnavailable(RuntimeError):
     ``disk_full`` tells the service to answer 507 rather than 503.
     """
 
-    def __init__(self, message: str, *, disk_full: bool = False) -> None:
+    def __init__(self, message: str, *, disk_full: bool = False, lost: bool = True) -> None:
         super().__init__(message)
         self.disk_full = disk_full
+        self.lost = lost  # the storage itself failed (``/healthz`` hears of it), not a race
 
 
 class DatabaseMissing(StoreUnavailable):
@@ -231,10 +232,15 @@ def _watch_file(engine: Engine, path: Path) -> None:
 
 
 def probe_write(engine: Engine) -> None:
-    """One small committed write (the schema revision row rewritten with itself): raises when the
-    database cannot take a write (removed, read-only, disk full, unreachable)."""
+    """A small committed write that needs no table: raises when the database cannot take a write
+    (removed, read-only, disk full, unreachable). SQLite rewrites its ``user_version`` with itself
+    (one page into the WAL); PostgreSQL takes a transaction id (refused on a read-only server)."""
     with engine.begin() as conn:
-        conn.execute(text("UPDATE alembic_version SET version_num = version_num"))
+        if conn.dialect.name == "sqlite":
+            version = int(conn.exec_driver_sql("PRAGMA user_version").scalar() or 0)
+            conn.exec_driver_sql(f"PRAGMA user_version = {version}")
+        else:
+            conn.execute(text("SELECT txid_current()"))
 
 
 def storage_error(exc: BaseException) -> StoreUnavailable | None:
@@ -242,10 +248,14 @@ def storage_error(exc: BaseException) -> StoreUnavailable | None:
     ``exc`` is not the database's."""
     if isinstance(exc, StoreUnavailable):
         return exc
-    from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+    from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, SQLAlchemyError
 
-    if not isinstance(exc, SQLAlchemyError):
-        return None
+    if not isinstance(exc, SQLAlchemyError) or isinstance(exc, DataError):
+        return None  # a value the database refuses is the input's fault: the service answers 422
+    if isinstance(exc, IntegrityError):  # two writers raced on one row: nothing wrong with storage
+        return StoreUnavailable(
+            "the request conflicted with a concurrent write: nothing of it was stored; retry", lost=False
+        )
     orig = getattr(exc, "orig", None)
     words = str(orig if orig is not None else exc).lower()
     if (

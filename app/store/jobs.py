@@ -25,7 +25,7 @@ from app.ingest.job import Job
 from app.ingest.resolve import Checkout
 from app.launch import Recorded, record_launch, run_records
 from app.options import TriageOptions
-from app.store.history import HistoryStore
+from app.store.history import HistoryStore, unstorable
 from app.store.ingests import add_ingest, ingest_by_key, ingest_triages
 from app.store.labels import LabelStore
 from app.store.launches import LaunchRow, LaunchStore
@@ -126,6 +126,10 @@ def record_ingest(
     then nothing of the upload is stored.
     """
     report, records, cases = storable(report, records, triages)
+    for record in records:
+        problem = unstorable(record)
+        if problem is not None:
+            raise Unstorable(f"test {record.test_id[:200]!r}: {problem}; nothing of the upload was stored")
     hashed = sha256_text(key) if key is not None else None
     for attempt in (1, 2):
         try:
@@ -180,11 +184,15 @@ def record_ingest(
                 return replace(done, known=dict(recorded.known), launch_id=recorded.launch_id), run_id
         except IntegrityError as exc:  # a writer raced on a run or launch: the retry finds its rows
             if attempt == 2:
-                store.write_failed(exc)
                 raise StoreUnavailable(
-                    "the upload conflicted with a concurrent write twice: nothing of it was stored; retry"
+                    "the upload conflicted with a concurrent write twice: nothing of it was stored; retry",
+                    lost=False,
                 ) from exc
     raise AssertionError("not reached")
+
+
+class Unstorable(ValueError):
+    """An upload holds a value no database column takes (``app.store.history.unstorable``)."""
 
 
 def _with_ids(report: CiReport, ids: Mapping[int, int | None]) -> CiReport:

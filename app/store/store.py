@@ -235,9 +235,10 @@ class Store:
             raise refused from exc
         self._failed = None
 
-    def write_failed(self, exc: BaseException) -> None:
+    def write_failed(self, exc: StoreUnavailable) -> None:
         """A write the database refused: ``health`` says so until a later write succeeds."""
-        self._failed = (time.monotonic(), str(exc))
+        if exc.lost:
+            self._failed = (time.monotonic(), str(exc))
 
     def write_succeeded(self) -> None:
         self._failed = None

@@ -164,6 +164,26 @@ def test_values_a_database_cannot_hold_are_made_storable_before_anything_is_stor
     assert again_id == ingest_id and again.launch_id == stored.launch_id
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "said"),
+    [
+        ("test_id", "test_a.py::test_\x00nul", "NUL"),
+        ("test_id", "test_a.py::test_" + "x" * 1500, "1000 characters"),
+        ("test_id", "  ", "empty"),
+        ("commit", "c" * 65, "at most 64"),
+    ],
+)
+def test_a_run_no_database_can_hold_is_refused_before_any_is_stored(
+    api: httpx.Client, field: str, value: str, said: str
+) -> None:
+    """``POST /v1/runs``: one record a column cannot hold refuses the request, on both backends."""
+    job = f"https://ci.example.test/runs/{uuid.uuid4().hex}"
+    good = {"test_id": "test_a.py::test_ok", "verdict": "pass", "job_url": job}
+    answer = api.post("/v1/runs", json={"runs": [good, {**good, "verdict": "fail", field: value}]})
+    assert answer.status_code == 422 and said in answer.json()["detail"], answer.text
+    assert api.post("/v1/runs", json={"runs": [good]}).json()["runs"][0]["duplicate"] is False
+
+
 # --------------------------------------------------------------------------------------------
 # Write failures: an error to the client, nothing half stored
 # --------------------------------------------------------------------------------------------

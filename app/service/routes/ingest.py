@@ -50,7 +50,7 @@ from app.service.schemas import OptionsIn
 from app.service.views import triage_view
 from app.settings import Settings
 from app.store.ingests import CiRunStore
-from app.store.jobs import job_started, record_ingest
+from app.store.jobs import Unstorable, job_started, record_ingest
 from app.store.record import SNAPSHOT_KEY
 from app.store.store import StoreUnavailable, Submission
 from app.triage import check_options
@@ -519,5 +519,7 @@ def _store(
         return record_ingest(
             runtime.store, report, triages, source=source, job=job, started=started, records=records, key=key
         )
+    except Unstorable as exc:
+        raise HTTPException(422, str(exc)) from None
     except StoreUnavailable as exc:
         raise HTTPException(507 if exc.disk_full else 503, str(exc), headers={"Retry-After": "30"}) from None
