@@ -93,17 +93,17 @@ class SqliteFile:
         try:
             found = os.stat(self.path)
         except FileNotFoundError:
-            self.lost = f"the SQLite database {self.path} was removed while the server ran"
+            self.lost = f"the SQLite database {self.path} was removed while in use"
         except OSError as exc:
             self.lost = f"the SQLite database {self.path} cannot be read: {exc.strerror}"
         else:
             if (found.st_dev, found.st_ino) != self.inode:
-                self.lost = f"the SQLite database {self.path} was replaced while the server ran"
+                self.lost = f"the SQLite database {self.path} was replaced while in use"
             else:
                 self.lost = None
         if self.lost is not None:
             raise StoreUnavailable(
-                f"{self.lost}: nothing is written until it is restored and the server restarted"
+                f"{self.lost}: nothing is written until it is restored and the process restarted"
             )
 
 

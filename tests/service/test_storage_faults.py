@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
 import shutil
 import sqlite3
@@ -275,6 +276,24 @@ def test_a_removed_sqlite_file_degrades_health_refuses_writes_and_a_restart(tmp_
     )
     assert again.returncode != 0 and "is missing" in again.stderr and "tcfl.db.created" in again.stderr
     assert not db.exists()  # a restart refused too: no empty database where this one was
+
+
+def test_a_replaced_sqlite_file_is_refused_not_written(tmp_path: Path) -> None:
+    """A file put in the database's place (a backup copied back under a running server) is not the
+    database the process opened: writes and /healthz say so, the new file is left alone."""
+    db = tmp_path / "tcfl.db"
+    store = Store.open(f"sqlite:///{db}")
+    try:
+        case = Submission(scripts=(), log="boom", options={}, test_id="kept")
+        store.record_triages([(case, {"ranking": []})])
+        shutil.copy(db, tmp_path / "copy.db")
+        os.replace(tmp_path / "copy.db", db)
+        problem = store.health()
+        assert problem is not None and "was replaced" in problem
+        with pytest.raises(StoreUnavailable, match="was replaced"):
+            store.record_triages([(case, {"ranking": []})])
+    finally:
+        store.close()
 
 
 # --------------------------------------------------------------------------------------------
