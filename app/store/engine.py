@@ -6,6 +6,7 @@ the mapped classes its environment loads) is imported only when the schema needs
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import threading
@@ -18,6 +19,8 @@ from urllib.parse import quote
 
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
+
+log = logging.getLogger(__name__)
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
@@ -49,17 +52,17 @@ class SqliteFile:
     the file with ``mode=rw``: they never create a new, empty file where the database was. The
     marker file records that the database existed, so a restart refuses a missing file too.
 
-    Writes in this process queue on one lock, in the order they ask: ``BEGIN IMMEDIATE`` alone
-    lets waiting writers poll SQLite's busy handler, and under load some wait out the whole busy
-    timeout and fail with "database is locked" while others keep winning.
+    Transactions in this process queue on one lock (``lock``, one per file) before their
+    ``BEGIN IMMEDIATE``: alone, that statement lets waiting writers poll SQLite's busy handler, and
+    under load some waited out the whole busy timeout and failed with "database is locked" while
+    others kept winning.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, lock: threading.Lock) -> None:
         self.path = path
         self.marker = path.with_name(path.name + MARKER_SUFFIX)
         self.inode: tuple[int, int] | None = None
-        self.lock = threading.Lock()
-        self.lost: str | None = None  # why the file is no longer the database opened
+        self.lock = lock
 
     def before_connect(self) -> bool:
         """Whether SQLite may create the file (the first connection, no marker of an earlier one)."""
@@ -84,26 +87,30 @@ class SqliteFile:
         self.inode = (found.st_dev, found.st_ino)
         if not self.marker.exists():
             stamp = f"{datetime.now(UTC).isoformat()} inode {found.st_ino}\n"
-            self.marker.write_text(stamp, encoding="utf-8")
+            try:
+                self.marker.write_text(stamp, encoding="utf-8")
+            except OSError as exc:  # a read-only folder: the database still opens, unguarded on restart
+                log.warning(
+                    "no marker written beside %s (%s): a missing file will not be noticed", self.path, exc
+                )
 
     def check(self) -> None:
         """``StoreUnavailable`` when the path no longer names the file opened."""
         if self.inode is None:
             return
+        problem = None
         try:
             found = os.stat(self.path)
         except FileNotFoundError:
-            self.lost = f"the SQLite database {self.path} was removed while in use"
+            problem = f"the SQLite database {self.path} was removed while in use"
         except OSError as exc:
-            self.lost = f"the SQLite database {self.path} cannot be read: {exc.strerror}"
+            problem = f"the SQLite database {self.path} cannot be read: {exc.strerror}"
         else:
             if (found.st_dev, found.st_ino) != self.inode:
-                self.lost = f"the SQLite database {self.path} was replaced while in use"
-            else:
-                self.lost = None
-        if self.lost is not None:
+                problem = f"the SQLite database {self.path} was replaced while in use"
+        if problem is not None:
             raise StoreUnavailable(
-                f"{self.lost}: nothing is written until it is restored and the process restarted"
+                f"{problem}: nothing is written until it is restored and the process restarted"
             )
 
 
@@ -192,10 +199,7 @@ def make_engine(url: str) -> Engine:
             _release(conn.info)
 
         @event.listens_for(engine, "rollback")
-        def _on_end(conn: Any) -> None:
-            # runs just before COMMIT/ROLLBACK is sent: the next writer's BEGIN IMMEDIATE may wait
-            # those few microseconds in SQLite's busy handler, never a whole poll interval behind
-            # an unfair race
+        def _on_rollback(conn: Any) -> None:
             _release(conn.info)
 
         @event.listens_for(engine.pool, "checkin")
@@ -207,6 +211,8 @@ def make_engine(url: str) -> Engine:
 
 
 def _release(info: dict[str, Any]) -> None:
+    """Let the next transaction of this file begin. The commit and rollback events run just before
+    the statement is sent: the next ``BEGIN IMMEDIATE`` may wait that long in the busy handler."""
     lock = info.pop("tcfl_write_lock", None)
     if lock is not None:
         lock.release()
@@ -216,8 +222,7 @@ def _watch_file(engine: Engine, path: Path) -> None:
     """Connections open the file ``SqliteFile`` knows, and never create one after the first."""
     with _LOCKS_GUARD:
         lock = _LOCKS.setdefault(str(path), threading.Lock())
-    found = SqliteFile(path)
-    found.lock = lock
+    found = SqliteFile(path, lock)
     _FILES[engine] = found
 
     @event.listens_for(engine, "do_connect")
