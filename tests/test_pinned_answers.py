@@ -4,7 +4,7 @@ right cases, against ``tests/data/snapshots/answers.json`` (``scripts/pin_answer
 
 Each check runs ``scripts/pin_answers.py`` in a process of its own, under the hash seed the
 answers were recorded with. The quick lane checks the golden example, the real cases and every
-25th mined case; the slow lane checks every case.
+60th mined case; the slow lane checks every case.
 """
 
 from __future__ import annotations

@@ -126,7 +126,7 @@ def record() -> dict[str, dict[str, Any]]:
     return {name: answers(scripts, log, functions) for name, scripts, log, functions in cases()}
 
 
-def sample(every: int = 25) -> list[Case]:
+def sample(every: int = 60) -> list[Case]:
     """The quick lane's cases: the golden example, the real cases and every ``every``-th mined case."""
     chosen = list(cases())
     mined = [c for c in chosen if c[0].startswith("mined/")]
