@@ -35,9 +35,10 @@ from app.store.store import Store, StoreUnavailable
 T = TypeVar("T")
 
 
-def job_started(store: Store | None, job: Job) -> datetime:
-    """When the job started: as given (or by the CI), as first recorded when it is sent again,
-    else now. A failure of the job is ranked with the runs recorded before this time."""
+def job_started(store: Store | None, job: Job, file_time: datetime | None = None) -> datetime:
+    """When the job started: as given (or by the CI), as first recorded when it is sent again, as
+    its results file says, else now. A failure of the job is ranked with the runs recorded before
+    this time."""
     if job.started_at is not None:
         return job.started_at
     if store is not None:
@@ -47,7 +48,7 @@ def job_started(store: Store | None, job: Job) -> datetime:
             found = None
         if found is not None:
             return found if found.tzinfo else found.replace(tzinfo=UTC)
-    return datetime.now(UTC)
+    return file_time if file_time is not None else datetime.now(UTC)
 
 
 def store_triages(store: Store, report: CiReport, options: TriageOptions) -> CiReport:

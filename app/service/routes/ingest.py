@@ -214,7 +214,7 @@ async def ingest_fields(runtime: Runtime, fields: dict[str, Any], work: Path) ->
         raise HTTPException(exc.status, str(exc)) from None
     except IngestError as exc:
         raise HTTPException(422, str(exc)) from None
-    started = await asyncio.to_thread(job_started, runtime.store, job)
+    started = await asyncio.to_thread(job_started, runtime.store, job, results.started_at)
     # each failure is ranked with the runs recorded before this job, never with later ones
     options = replace(options, history_before=options.history_before or started.isoformat())
     triager = _triager(runtime, options)
