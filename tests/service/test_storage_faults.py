@@ -211,6 +211,7 @@ def test_an_upload_the_database_refuses_is_a_503_and_leaves_nothing(tmp_path: Pa
     assert "unhandled error" not in server.log_text()
 
 
+@pytest.mark.slow  # a migrated database of its own
 def test_a_full_database_is_refused_as_disk_full_and_health_says_so(tmp_path: Path) -> None:
     """SQLite's page limit stands in for the disk (the slow test fills a real tmpfs)."""
     store = Store.open(f"sqlite:///{tmp_path / 'full.db'}")
@@ -225,7 +226,7 @@ def test_a_full_database_is_refused_as_disk_full_and_health_says_so(tmp_path: Pa
 
         assert store.health() is None
         case = Submission(
-            scripts=(), log=uuid.uuid4().hex * 20_000, options={}, test_id="t"
+            scripts=(), log=uuid.uuid4().hex * 4_000, options={}, test_id="t"
         )  # incompressible
         stored = 0
         with pytest.raises(StoreUnavailable) as refused:
@@ -330,6 +331,7 @@ def test_concurrent_writers_and_readers_all_get_answers(server: Server) -> None:
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # a server of its own
 def test_data_stored_before_0010_is_read_and_its_job_answers_a_retry(tmp_path: Path) -> None:
     db = tmp_path / "tcfl.db"
     shutil.copy(STORED_0009, db)
