@@ -225,9 +225,7 @@ def test_a_full_database_is_refused_as_disk_full_and_health_says_so(tmp_path: Pa
             dbapi_conn.execute(f"PRAGMA max_page_count={pages + 8}")
 
         assert store.health() is None
-        case = Submission(
-            scripts=(), log=uuid.uuid4().hex * 4_000, options={}, test_id="t"
-        )  # incompressible
+        case = Submission(scripts=(), log=uuid.uuid4().hex * 4_000, options={}, test_id="t")  # incompressible
         stored = 0
         with pytest.raises(StoreUnavailable) as refused:
             for _ in range(100):
