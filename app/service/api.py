@@ -259,7 +259,9 @@ async def _storage_error(request: Request, exc: Exception) -> JSONResponse:
         return await _internal_error(request, exc)
     runtime: Runtime = request.app.state.runtime
     runtime.store.write_failed(refused)
-    log.error("database error: %s", refused, exc_info=exc)
+    # our own refusal (a removed file, a busy lock) says all in its message; a driver's error keeps
+    # its traceback for whoever looks into it
+    log.error("database error: %s", refused, exc_info=None if exc is refused else exc)
     return JSONResponse(
         {"detail": str(refused), "request_id": request_id_var.get()},
         status_code=507 if refused.disk_full else 503,

@@ -37,7 +37,7 @@ from app.store.launches import LaunchStore
 from app.store.store import Store, StoreUnavailable, Submission
 from tests.ci_tools import SUITE, PytestRun, py_results
 from tests.conftest import DATA
-from tests.service.helpers import LIMITS, Server, clean_env, tcfl_command, wait_for
+from tests.service.helpers import LIMITS, Server, clean_env, example_body, tcfl_command, wait_for
 
 __all__ = ["py_results"]  # the session fixture, used by name
 
@@ -206,6 +206,11 @@ def test_an_upload_the_database_refuses_is_a_503_and_leaves_nothing(tmp_path: Pa
             assert {t: _rows(db, t) for t in counts} == counts  # not the triage, ingest nor runs
             health = api.get("/healthz")
             assert health.status_code == 503 and "a write was refused" in health.json()["database"]
+            with sqlite3.connect(db) as conn:  # a triage's log can no longer be written
+                conn.execute("DROP TABLE log_chunks")
+            triage = api.post("/v1/triage", json=example_body(ranker="heuristic"))
+            assert triage.status_code == 503 and "nothing of it was stored" in triage.json()["detail"]
+            assert _rows(db, "triage_requests") == counts["triage_requests"]
     finally:
         server.stop()
     assert "unhandled error" not in server.log_text()
