@@ -217,7 +217,7 @@ async def ingest_fields(runtime: Runtime, fields: dict[str, Any], work: Path) ->
     started = await asyncio.to_thread(job_started, runtime.store, job, results.started_at)
     # each failure is ranked with the runs recorded before this job, never with later ones
     options = replace(options, history_before=options.history_before or started.isoformat())
-    triager = _triager(runtime, options)
+    triager = _Triager(runtime, options)
     try:
         report = await triage_results(
             results,
@@ -495,10 +495,6 @@ class _Triager:
         data = await self.runtime.runner(case)
         self.made[run] = (case, data)
         return TriageResult.from_dict({k: v for k, v in data.items() if k != SNAPSHOT_KEY})
-
-
-def _triager(runtime: Runtime, options: TriageOptions) -> _Triager:
-    return _Triager(runtime, options)
 
 
 def _store(
