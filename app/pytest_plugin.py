@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +48,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption("--tcfl-pipeline", metavar="NAME", help="the pipeline the job belongs to")
     group.addoption("--tcfl-job-id", metavar="ID", help="the job's id in its pipeline")
-    group.addoption("--tcfl-started-at", metavar="TIME", help="when the job started, ISO 8601")
+    group.addoption(
+        "--tcfl-started-at",
+        metavar="TIME",
+        help="when the job started, ISO 8601 (default: the session's start)",
+    )
     group.addoption(
         "--tcfl-no-ci-env",
         action="store_true",
@@ -72,6 +77,7 @@ class TriageAtEnd:
         self.config = config
         self.tests: dict[str, dict[str, Any]] = {}
         self.recorded: Any = None  # app.launch.Recorded, when the session was recorded (--tcfl-db)
+        self.started = datetime.now(UTC)  # the session's start: its job's time when the CI gives none
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         test = self.tests.setdefault(
@@ -176,7 +182,7 @@ class TriageAtEnd:
             from app.store.store import Store
 
             store = Store.open(db)
-            started = job_started(store, job)
+            started = job_started(store, job, self.started)
             options = replace(options, history_before=started.isoformat())  # ranked with its past only
             history = HistoryStore(store)
             reader = lambda test, window, before: history.history_runs(test, limit=window, before=before)  # noqa: E731

@@ -61,6 +61,7 @@ def test_the_table_has_a_row_per_case(capsys: pytest.CaptureFixture[str]) -> Non
     assert "x parse" in lines[1] and len(lines) == 4
 
 
+@pytest.mark.slow
 def test_startup_times_each_cold_start(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--startup", "--repeat", "1", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -69,6 +70,7 @@ def test_startup_times_each_cold_start(capsys: pytest.CaptureFixture[str]) -> No
     assert set(out["startup_cpu"]) == set(out["startup"])
 
 
+@pytest.mark.slow
 def test_log_parsing_figures_for_each_kind_of_log(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--logs", "300", "--repeat", "1", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)["logs"]

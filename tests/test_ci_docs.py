@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 import jsonschema
+import pytest
 import yaml
 from markdown_it import MarkdownIt
 
@@ -57,6 +58,7 @@ def _env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
+@pytest.mark.slow
 def test_github_actions_job(tmp_path: Path) -> None:
     github, _ = _jobs()
     steps = github["jobs"]["test"]["steps"]
@@ -81,6 +83,7 @@ def test_github_actions_job(tmp_path: Path) -> None:
     assert upload["with"]["sarif_file"] == "tcfl.sarif"
 
 
+@pytest.mark.slow
 def test_gitlab_job(tmp_path: Path) -> None:
     _, gitlab = _jobs()
     job = gitlab["test"]

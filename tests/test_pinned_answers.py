@@ -1,10 +1,10 @@
-"""The answers the speed work must not change (issue 25): traces, matches, the parsed log and the
+"""The answers speed work must not change: traces, matches, the parsed log and the
 hand-set and stack-trace rankings of the golden example, the 20 real cases and the mined corpus's
 right cases, against ``tests/data/snapshots/answers.json`` (``scripts/pin_answers.py`` wrote it).
 
 Each check runs ``scripts/pin_answers.py`` in a process of its own, under the hash seed the
-answers were recorded with. The quick lane checks the golden example, the real cases and every
-25th mined case; the slow lane checks every case.
+answers were recorded with. The quick lane checks the golden example, every 4th real case and
+every 60th mined case; the slow lane checks every case.
 """
 
 from __future__ import annotations

@@ -153,6 +153,7 @@ def test_loading_the_plugin_imports_nothing_else_of_tcfl() -> None:
     assert done.stdout.strip() == "['app', 'app.pytest_plugin']"
 
 
+@pytest.mark.slow
 def test_a_session_is_recorded_as_a_ci_job(suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     """``--tcfl-db``: every test's run (passes too) goes to the CI history under the session's job,
     the CI's variables name it, and a later session ranks its failures with the earlier runs."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
-from app.analysis.model import Evidence, Function, Program, State
+from app.analysis.model import Function, Program, State, TraceReason
 
 
 def call_sites(program: Program) -> dict[str, tuple[int, ...]]:
@@ -47,13 +47,13 @@ def helpers(program: Program, sites: dict[str, tuple[int, ...]]) -> list[Functio
 
 def csr(
     program: Program, trace: set[int], sites: dict[str, tuple[int, ...]]
-) -> tuple[set[int], dict[int, Evidence]]:
+) -> tuple[set[int], dict[int, TraceReason]]:
     out = set(trace)
-    why: dict[int, Evidence] = {}
+    why: dict[int, TraceReason] = {}
     for fn in helpers(program, sites):
         if any(s in out for s in fn.statements) and not any(c in out for c in sites[fn.fid]):
             lines = ", ".join(str(program.statements[c].start_line) for c in sites[fn.fid][:5])
-            ev = Evidence(
+            ev = TraceReason(
                 State.NEXE, "call-site", f"helper `{fn.name}`: no call site ({lines}) left in the trace"
             )
             for s in fn.statements:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 
 from app.analysis.cfg import FlowGraph
 from app.analysis.graphs import strongly_connected
-from app.analysis.model import Evidence, Function, Program, State
+from app.analysis.model import Function, Program, State, TraceReason
 
 
 @dataclass(frozen=True)
@@ -55,11 +55,11 @@ REFINEMENTS: dict[str, str] = {
 """Names of the enhanced trace's switchable refinements (for disabled-channel lists) -> option field."""
 
 
-NO_EVIDENCE = Evidence(State.EXE, "no-evidence", "no known statement in this function: kept whole")
+NO_EVIDENCE = TraceReason(State.EXE, "no-evidence", "no known statement in this function: kept whole")
 
 
 @dataclass
-class Context:
+class EstimateContext:
     program: Program
     graphs: dict[str, FlowGraph]
     exe: frozenset[int]
@@ -98,12 +98,12 @@ class Context:
 # Algorithm 2: fill in the gaps
 
 
-def known_evidence(ctx: Context, sid: int) -> Evidence:
+def known_evidence(ctx: EstimateContext, sid: int) -> TraceReason:
     if sid in ctx.errors:
-        return Evidence(State.EXE, "traceback", "a frame of the failure's traceback: it ran")
+        return TraceReason(State.EXE, "traceback", "a frame of the failure's traceback: it ran")
     if sid in ctx.exe:
-        return Evidence(State.EXE, "log-match", "its message is in the log, matched to no other statement")
-    return Evidence(State.NEXE, "log-match", "static log statement whose message is not in the log")
+        return TraceReason(State.EXE, "log-match", "its message is in the log, matched to no other statement")
+    return TraceReason(State.NEXE, "log-match", "static log statement whose message is not in the log")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -11,13 +11,13 @@ from collections.abc import Sequence
 
 from app.analysis.callsites import csr, helpers
 from app.analysis.cfg import EXIT, RAISE, FlowGraph
-from app.analysis.context import Context, known_evidence
+from app.analysis.context import EstimateContext, known_evidence
 from app.analysis.graphs import back_edges, chain_between, reachable, reverse_topological, strongly_connected
-from app.analysis.model import Evidence, Frame, Function, State, StmtKind
+from app.analysis.model import Frame, Function, State, StmtKind, TraceReason
 from app.analysis.source import LineIndex, line_index
 
 
-def _stops(ctx: Context, frames: Sequence[Frame], index: LineIndex | None = None) -> dict[str, int]:
+def _stops(ctx: EstimateContext, frames: Sequence[Frame], index: LineIndex | None = None) -> dict[str, int]:
     """Where each function in a traceback stopped: the innermost frame at the error, others at the call.
 
     Every traceback counts (a test cancelled in its body and then failing in tearDown leaves two);
@@ -34,7 +34,9 @@ def _stops(ctx: Context, frames: Sequence[Frame], index: LineIndex | None = None
     return stops
 
 
-def _terminal_stops(ctx: Context, stops: dict[str, int], sites: dict[str, tuple[int, ...]]) -> dict[str, int]:
+def _terminal_stops(
+    ctx: EstimateContext, stops: dict[str, int], sites: dict[str, tuple[int, ...]]
+) -> dict[str, int]:
     """The stops that really end what ran: only functions that can have run once.
 
     A helper called in a loop, or from two places, may have run past its frame line on an
@@ -144,7 +146,7 @@ def _reachable_all(succ: dict[int, list[int]], entry: int, fn: Function) -> set[
 
 
 def tplus(
-    ctx: Context,
+    ctx: EstimateContext,
     frames: Sequence[Frame],
     sites: dict[str, tuple[int, ...]],
     other_tests: frozenset[str] = frozenset(),
@@ -155,7 +157,7 @@ def tplus(
     quiet: frozenset[int] = frozenset(),
     explain: bool = True,
     index: LineIndex | None = None,
-) -> tuple[set[int], dict[int, Evidence], set[int], set[int]]:
+) -> tuple[set[int], dict[int, TraceReason], set[int], set[int]]:
     """The enhanced trace: kept statements, per-statement evidence, call sites inferred exe/nexe.
 
     ``index``: the program's ``line_index`` when the caller has it. Without ``explain`` the
@@ -276,11 +278,11 @@ def tplus(
                 if stop is None and fn.kind == "module" and fn.path in imported:
                     stop = EXIT
                 proven |= _proven(ctx.graphs[fn.fid], fn, kept_by_fn[fn.fid], exe, stop)
-    why: dict[int, Evidence] = {}
-    other = Evidence(
+    why: dict[int, TraceReason] = {}
+    other = TraceReason(
         State.NEXE, "test-selection", "another test of the script; the log names the failing one"
     )
-    skipped = Evidence(
+    skipped = TraceReason(
         State.NEXE, "setup-failure", "a test whose setUp or fixture failed: its body never started"
     )
     for fn in funcs:
@@ -300,22 +302,22 @@ def tplus(
     return kept, why, inferred_exe, inferred_nexe
 
 
-def _after_failure_evidence(s: int, ran: frozenset[int], proven: set[int] | None) -> Evidence:
+def _after_failure_evidence(s: int, ran: frozenset[int], proven: set[int] | None) -> TraceReason:
     if s in ran or proven is None:
-        return Evidence(State.EXE, "after-failure", "a finally block around the failing line: it ran")
-    return Evidence(
+        return TraceReason(State.EXE, "after-failure", "a finally block around the failing line: it ran")
+    return TraceReason(
         State.DBT, "after-failure", "runs after the failure (finally, tearDown, cleanup, fixture teardown)"
     )
 
 
-def _doubtful(ev: Evidence, quiet: bool) -> Evidence:
+def _doubtful(ev: TraceReason, quiet: bool) -> TraceReason:
     """A kept statement no evidence proves: on some walk through what ran, not on every one."""
     if ev.rule == "no-evidence":
-        return Evidence(State.DBT, "no-evidence", "nothing in the log reaches this function: kept whole")
+        return TraceReason(State.DBT, "no-evidence", "nothing in the log reaches this function: kept whole")
     detail = "on a walk through every executed statement, but not on all of them: may not have run"
     if quiet:
         detail += "; its message could lie outside the part of the run the log holds"
-    return Evidence(State.DBT, ev.rule, detail)
+    return TraceReason(State.DBT, ev.rule, detail)
 
 
 def _proven(graph: FlowGraph, fn: Function, kept: set[int], exe: set[int], stop: int | None) -> set[int]:
@@ -394,7 +396,7 @@ def _dominator_tree(succ: dict[int, list[int]], entry: int) -> dict[int, int]:
 
 
 def _tplus_evidence(
-    ctx: Context,
+    ctx: EstimateContext,
     s: int,
     fn: Function,
     kept: set[int],
@@ -404,31 +406,31 @@ def _tplus_evidence(
     removed: dict[str, str],
     inf_exe: set[int],
     inf_nexe: set[int],
-) -> Evidence:
+) -> TraceReason:
     if s in inf_exe:
-        return Evidence(State.EXE, "call-site", "the only call site of a function that ran")
+        return TraceReason(State.EXE, "call-site", "the only call site of a function that ran")
     if s in inf_nexe:
-        return Evidence(State.NEXE, "call-site", "calls a function whose first statement did not run")
+        return TraceReason(State.NEXE, "call-site", "calls a function whose first statement did not run")
     if s in exe:
         return known_evidence(ctx, s)
     if s in nexe:
         return known_evidence(ctx, s)
     if fn.fid in removed:
-        return Evidence(State.NEXE, "call-site", f"helper `{fn.name}`: {removed[fn.fid]}")
+        return TraceReason(State.NEXE, "call-site", f"helper `{fn.name}`: {removed[fn.fid]}")
     if s in kept:
-        return Evidence(State.EXE, "walk", "on a walk from the entry through every executed statement")
+        return TraceReason(State.EXE, "walk", "on a walk from the entry through every executed statement")
     stop = stops.get(fn.fid)
     if stop is not None and ctx.program.statements[s].start_line > ctx.program.statements[stop].start_line:
-        return Evidence(
+        return TraceReason(
             State.NEXE,
             "termination",
             f"after line {ctx.program.statements[stop].start_line}, where execution stopped",
         )
-    return Evidence(State.NEXE, "walk", "on no walk that covers every executed statement")
+    return TraceReason(State.NEXE, "walk", "on no walk that covers every executed statement")
 
 
 def _normal_returns(
-    ctx: Context,
+    ctx: EstimateContext,
     funcs: list[Function],
     sites: dict[str, tuple[int, ...]],
     exe: set[int],
@@ -463,7 +465,7 @@ def _normal_returns(
     return out
 
 
-def _latest_known_ahead(ctx: Context, fid: str, exe: set[int], stop: int | None) -> dict[int, int]:
+def _latest_known_ahead(ctx: EstimateContext, fid: str, exe: set[int], stop: int | None) -> dict[int, int]:
     """Per statement, the last line of an executed statement (or the stop) reachable after it.
 
     One pass in reverse topological order of the function's flow graph with back edges dropped:

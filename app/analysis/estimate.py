@@ -13,20 +13,20 @@ from dataclasses import dataclass
 
 from app.analysis.callsites import call_sites, csr
 from app.analysis.cfg import BlockGraph, FlowGraph, block_graph, flow_graph
-from app.analysis.context import NO_EVIDENCE, Context, EstimateOptions, known_evidence
+from app.analysis.context import NO_EVIDENCE, EstimateContext, EstimateOptions, known_evidence
 from app.analysis.enhanced import tplus
 from app.analysis.lifecycle import Lifecycle
 from app.analysis.model import (
     BASE_VARIANTS,
     VARIANTS,
     Block,
-    Evidence,
     Frame,
     Loc,
     MatchResult,
     Program,
     State,
     Trace,
+    TraceReason,
 )
 from app.analysis.source import LineIndex
 
@@ -41,9 +41,9 @@ class Estimation:
     inferred_nexe: frozenset[int] = frozenset()
 
 
-def fill_gaps(ctx: Context, dbt_exe: bool) -> tuple[set[int], dict[int, Evidence]]:
+def fill_gaps(ctx: EstimateContext, dbt_exe: bool) -> tuple[set[int], dict[int, TraceReason]]:
     kept: set[int] = set()
-    why: dict[int, Evidence] = {}
+    why: dict[int, TraceReason] = {}
     exe, nexe = ctx.exe, ctx.nexe
     doubtful = State.EXE if dbt_exe else State.NEXE
     for fn in ctx.functions():
@@ -51,7 +51,7 @@ def fill_gaps(ctx: Context, dbt_exe: bool) -> tuple[set[int], dict[int, Evidence
         if len(stmts) == 1:
             s = stmts[0]
             if s in nexe:
-                why[s] = Evidence(
+                why[s] = TraceReason(
                     State.NEXE, "log-match", "single-statement function, its log statement unmatched"
                 )
             else:
@@ -87,14 +87,14 @@ def fill_gaps(ctx: Context, dbt_exe: bool) -> tuple[set[int], dict[int, Evidence
             detail = f"{rule}; bounds {_describe(ctx, b)} .. {_describe(ctx, e)}"
             final = doubtful if state is State.DBT else state
             for s2 in stmts[i:j]:
-                why[s2] = Evidence(state, "gap", detail)
+                why[s2] = TraceReason(state, "gap", detail)
                 if final is State.EXE:
                     kept.add(s2)
             i = j
     return kept, why
 
 
-def _describe(ctx: Context, sid: int | None) -> str:
+def _describe(ctx: EstimateContext, sid: int | None) -> str:
     if sid is None:
         return "function boundary"
     st = ctx.program.statements[sid]
@@ -102,9 +102,9 @@ def _describe(ctx: Context, sid: int | None) -> str:
     return f"line {st.start_line} ({state})"
 
 
-def cfg_paths(ctx: Context, blocks: Sequence[Block]) -> tuple[set[int], dict[int, Evidence]]:
+def cfg_paths(ctx: EstimateContext, blocks: Sequence[Block]) -> tuple[set[int], dict[int, TraceReason]]:
     kept: set[int] = set()
-    why: dict[int, Evidence] = {}
+    why: dict[int, TraceReason] = {}
     exe, nexe = ctx.exe, ctx.nexe
     by_fn: dict[str, list[Block]] = {}
     for b in blocks:
@@ -125,21 +125,21 @@ def cfg_paths(ctx: Context, blocks: Sequence[Block]) -> tuple[set[int], dict[int
                 " the whole function is kept"
             )
             kept.update(stmts)
-            why.update(dict.fromkeys(stmts, Evidence(State.EXE, "cfg-fallback", "path search bound hit")))
+            why.update(dict.fromkeys(stmts, TraceReason(State.EXE, "cfg-fallback", "path search bound hit")))
             continue
         for i, sids in enumerate(node_sids):
             if states[i]:
                 kept.update(sids)
-                ev = Evidence(
+                ev = TraceReason(
                     State.EXE,
                     "cfg-path",
                     "on a CFG path through every executed node, avoiding not-executed ones",
                 )
             else:
-                ev = Evidence(State.NEXE, "cfg-path", "on no CFG path that covers every executed node")
+                ev = TraceReason(State.NEXE, "cfg-path", "on no CFG path that covers every executed node")
             why.update(dict.fromkeys(sids, ev))
         unreachable = set(stmts) - {s for sids in node_sids for s in sids}
-        why.update(dict.fromkeys(unreachable, Evidence(State.NEXE, "cfg-path", "unreachable")))
+        why.update(dict.fromkeys(unreachable, TraceReason(State.NEXE, "cfg-path", "unreachable")))
     return kept, why
 
 
@@ -239,11 +239,11 @@ def to_lines(program: Program, sids: Iterable[int]) -> frozenset[Loc]:
 
 
 def _evidence_by_line(
-    program: Program, why: dict[int, Evidence], kept: frozenset[Loc], *, proven_headers: bool = False
-) -> dict[Loc, Evidence]:
+    program: Program, why: dict[int, TraceReason], kept: frozenset[Loc], *, proven_headers: bool = False
+) -> dict[Loc, TraceReason]:
     """Per-line evidence; ``proven_headers``: a kept def header is executed only when a line of its
     body is, else doubtful (tplus's three states; the paper's variants keep two)."""
-    out: dict[Loc, Evidence] = {}
+    out: dict[Loc, TraceReason] = {}
     for s, ev in why.items():
         st = program.statements[s]
         for ln in st.lines:
@@ -260,7 +260,9 @@ def _evidence_by_line(
                 state = State.DBT
         for ln in f.header_lines:
             loc = Loc(f.path, ln)
-            out[loc] = Evidence(state if loc in kept else State.NEXE, "header", f"header of `{f.qualname}`")
+            out[loc] = TraceReason(
+                state if loc in kept else State.NEXE, "header", f"header of `{f.qualname}`"
+            )
     return out
 
 
@@ -290,13 +292,13 @@ def estimate(
     wanted = set(VARIANTS if variants is None else variants)
     if graphs is None:
         graphs = {f.fid: flow_graph(program, f) for f in program.functions}
-    ctx = Context(program, graphs, match.exe, match.nexe - match.exe, opts, match.error_sids)
+    ctx = EstimateContext(program, graphs, match.exe, match.nexe - match.exe, opts, match.error_sids)
     if sites is None:
         sites = call_sites(program)
     total = sum(len(f.code_lines) for f in program.files)
-    steps: dict[str, tuple[set[int], dict[int, Evidence]]] = {}
+    steps: dict[str, tuple[set[int], dict[int, TraceReason]]] = {}
 
-    def step(name: str) -> tuple[set[int], dict[int, Evidence]]:
+    def step(name: str) -> tuple[set[int], dict[int, TraceReason]]:
         if name not in steps:
             if name == "T1_dbt_exe":
                 steps[name] = fill_gaps(ctx, dbt_exe=True)
@@ -355,7 +357,7 @@ def estimate(
                 excluded |= life.not_run_tests
         plus_ctx = ctx
         if quiet:
-            plus_ctx = Context(
+            plus_ctx = EstimateContext(
                 program, graphs, match.exe, match.nexe - match.exe - frozenset(quiet), opts, match.error_sids
             )
         kept_plus, why_plus, inf_exe, inf_nexe = tplus(

@@ -238,7 +238,7 @@ class State(StrEnum):
 
 
 @dataclass(frozen=True)
-class Evidence:
+class TraceReason:
     """Why a line got its state in one variant, for `tcfl trace` and the dashboard."""
 
     state: State
@@ -253,7 +253,7 @@ class Trace:
     name: str
     kept: frozenset[Loc]
     total: int  # non-blank lines of all files
-    evidence: dict[Loc, Evidence] = field(default_factory=dict, compare=False, hash=False)
+    evidence: dict[Loc, TraceReason] = field(default_factory=dict, compare=False, hash=False)
 
     @property
     def pruning_rate(self) -> float:

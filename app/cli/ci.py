@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             from app.store.jobs import job_started
 
-            started = job_started(store, job)
+            started = job_started(store, job, results.started_at)
             # only runs recorded before this job: a failure is ranked with its past
             options = replace(options, history_before=options.history_before or started.isoformat())
             reader = None

@@ -65,7 +65,9 @@ def add_job_flags(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--job-id", metavar="ID", help="the job's id in its pipeline")
     parser.add_argument(
-        "--started-at", metavar="TIME", help="when the job started, ISO 8601 (default: when it is recorded)"
+        "--started-at",
+        metavar="TIME",
+        help="when the job started, ISO 8601 (default: the CI's, else the results file's, else now)",
     )
     parser.add_argument(
         "--no-ci-env", action="store_true", help="do not read the CI's environment variables for the job"

@@ -20,6 +20,7 @@ from app.ingest.base import (
     TestRun,
 )
 from app.ingest.clean import clean_results
+from app.ingest.filetime import file_started
 
 __all__ = [
     "FAILED",
@@ -47,8 +48,8 @@ def read_results(path: Path, fmt: str = "auto") -> Results:
 
     if path.is_dir():
         if fmt in ("auto", "avocado") and avocado.sniff_dir(path):
-            runs, warnings = avocado.read(path)
-            return clean_results(Results("avocado", tuple(runs), tuple(warnings)))
+            runs, warnings, started = avocado.read(path)
+            return clean_results(Results("avocado", tuple(runs), tuple(warnings), started_at=started))
         raise IngestError(
             f"{path}: a folder without results.json (give a results file or an avocado job folder)"
         )
@@ -61,8 +62,8 @@ def read_results(path: Path, fmt: str = "auto") -> Results:
     if size > MAX_RESULTS_BYTES:
         raise IngestError(f"{path}: larger than {MAX_RESULTS_BYTES} bytes")
     if fmt == "avocado" or (fmt == "auto" and path.name == "results.json" and avocado.sniff_dir(path.parent)):
-        runs, warnings = avocado.read(path)
-        return clean_results(Results("avocado", tuple(runs), tuple(warnings)))
+        runs, warnings, started = avocado.read(path)
+        return clean_results(Results("avocado", tuple(runs), tuple(warnings), started_at=started))
     try:
         with path.open("rb") as stream:  # bounded: /dev/zero and pipes report size 0
             data = stream.read(MAX_RESULTS_BYTES + 1)
@@ -75,7 +76,10 @@ def read_results(path: Path, fmt: str = "auto") -> Results:
 
 def parse_bytes(data: bytes, name: str, fmt: str = "auto") -> Results:
     """A results file's bytes (avocado folders need ``read_results``)."""
-    return clean_results(_parse(data, name, fmt))
+    from dataclasses import replace
+
+    results = _parse(data, name, fmt)
+    return clean_results(replace(results, started_at=file_started(data, results.format)))
 
 
 def _parse(data: bytes, name: str, fmt: str) -> Results:
@@ -162,8 +166,10 @@ def merge(parts: list[Results]) -> Results:
     """Several results files as one job; the JUnit document is kept only when it is the only input."""
     if len(parts) == 1:
         return parts[0]
+    times = [p.started_at for p in parts if p.started_at is not None]
     return Results(
         "+".join(dict.fromkeys(p.format for p in parts)),
         tuple(run for part in parts for run in part.runs),
         tuple(w for p in parts for w in p.warnings),
+        started_at=min(times) if times else None,
     )

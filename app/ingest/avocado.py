@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import datetime
 from pathlib import Path, PurePath
 from typing import Any
 
 from app.ingest.base import MAX_RESULTS_BYTES, MAX_TESTS, IngestError, TestRun, split_params
 from app.ingest.clean import bad_time, duration, json_int, unreadable
+from app.ingest.filetime import iso_time
 
 FORMAT = "avocado"
 _STATUS = {
@@ -34,8 +36,9 @@ def sniff_dir(path: Path) -> bool:
     return (path / "results.json").is_file()
 
 
-def read(path: Path) -> tuple[list[TestRun], list[str]]:
-    """A job-results folder (or its results.json): every test with its debug.log."""
+def read(path: Path) -> tuple[list[TestRun], list[str], datetime | None]:
+    """A job-results folder (or its results.json): every test with its debug.log, and when the job
+    started (its ``start``)."""
     job = path if path.is_dir() else path.parent
     results_file = job / "results.json"
     if results_file.exists() and not results_file.is_file():
@@ -69,7 +72,8 @@ def read(path: Path) -> tuple[list[TestRun], list[str]]:
             runs.append(_run(test, ident, job, warnings))
         except Exception as exc:  # one odd entry must not lose the others: say which and go on
             warnings.append(unreadable(f"{results_file}: tests[{i}]", ident, exc))
-    return runs, warnings
+    start = data.get("start")
+    return runs, warnings, iso_time(start) if isinstance(start, str) else None
 
 
 def _text(test: Any, key: str) -> str:

@@ -7,6 +7,7 @@ database. A bad file is an ``IngestError`` whose message says what is wrong, nev
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from app.ingest.testkey import TestKey, parse_test_id
@@ -79,6 +80,7 @@ class Results:
     runs: tuple[TestRun, ...]
     warnings: tuple[str, ...] = field(default=())
     raw: bytes | None = None  # the JUnit input, kept for the junit emitter
+    started_at: datetime | None = None  # when the job started, as the file says (``filetime.py``)
 
     @property
     def failed(self) -> tuple[TestRun, ...]:

@@ -26,6 +26,7 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from jinja2 import pass_context
+from sqlalchemy.exc import DataError, SQLAlchemyError
 from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -49,7 +50,7 @@ from app.service.security import (
 from app.service.writer import TriageWriter
 from app.settings import Settings, get_settings
 from app.store.history import HistoryStore
-from app.store.store import Store, make_engine, migrate
+from app.store.store import Store, StoreUnavailable, make_engine, migrate, storage_error
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +96,8 @@ def create_app(settings: Settings | None = None, *, worker_id: str | None = None
     app.add_middleware(BrowserSafetyMiddleware)  # outermost: its headers go on every response
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(Exception, _internal_error)
+    app.add_exception_handler(StoreUnavailable, _storage_error)
+    app.add_exception_handler(SQLAlchemyError, _storage_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
 
     keyed = [Depends(require_api_key)]
@@ -250,7 +253,32 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return await http_exception_handler(request, exc)
 
 
-async def _internal_error(_request: Request, exc: Exception) -> JSONResponse:
+async def _storage_error(request: Request, exc: Exception) -> JSONResponse:
+    """The database refused: 507 when its disk is full, else 503, with what happened; never a 500."""
+    if isinstance(exc, DataError):  # a value the database cannot hold: the input's fault
+        log.warning("a value the database refused: %s", exc.orig)
+        first = str(exc.orig).strip().splitlines()[0][:200] if str(exc.orig).strip() else "refused"
+        return JSONResponse(
+            {"detail": f"a value cannot be stored ({first}): nothing was stored"}, status_code=422
+        )
+    refused = storage_error(exc)
+    if refused is None:
+        return await _internal_error(request, exc)
+    runtime: Runtime = request.app.state.runtime
+    runtime.store.write_failed(refused)
+    # our own refusal (a removed file, a busy lock) says all in its message; a driver's error keeps
+    # its traceback for whoever looks into it
+    log.error("database error: %s", refused, exc_info=None if exc is refused else exc)
+    return JSONResponse(
+        {"detail": str(refused), "request_id": request_id_var.get()},
+        status_code=507 if refused.disk_full else 503,
+        headers={"Retry-After": "30"},
+    )
+
+
+async def _internal_error(request: Request, exc: Exception) -> JSONResponse:
+    if isinstance(exc, DataError) or storage_error(exc) is not None:
+        return await _storage_error(request, exc)
     log.error("unhandled error", exc_info=exc)
     return JSONResponse({"detail": "internal error", "request_id": request_id_var.get()}, status_code=500)
 

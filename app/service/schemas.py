@@ -191,7 +191,7 @@ class RankedElement(BaseModel):
     reason: str | None = None
 
 
-class TriageResult(BaseModel):
+class StoredTriage(BaseModel):
     """A stored triage. ``ranking`` and the analysis fields are present once ``status`` is ``done``."""
 
     model_config = ConfigDict(extra="allow")

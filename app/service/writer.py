@@ -24,7 +24,7 @@ from typing import Any
 from sqlalchemy.exc import OperationalError
 
 from app.store.record import StoredTriage, Submission
-from app.store.store import Store
+from app.store.store import Store, StoreUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +97,7 @@ class TriageWriter:
         try:
             outcomes = list(self.store.record_triages([(case, data) for case, data, _, _ in batch]))
         except Exception as exc:
-            if len(batch) == 1 or isinstance(exc, OperationalError):
+            if len(batch) == 1 or isinstance(exc, OperationalError | StoreUnavailable):
                 # a locked or unreachable database fails them all at once: trying each again
                 # would make every request wait out the busy timeout once more
                 outcomes = [exc] * len(batch)

@@ -168,6 +168,37 @@ _VERSION_FILES = _Lru(CACHE_ENTRIES)  # version id -> {path: sha256}
 _SCRIPT_TEXTS = _Lru(CACHE_ENTRIES)  # sha256 -> content
 
 
+def unstorable(record: RunRecord) -> str | None:
+    """Why a run record cannot be stored as it is (a text longer than its column, a NUL character,
+    an empty test id), or None. Checked before anything of a request is written: PostgreSQL
+    refuses these where SQLite would take them, and no backend should keep what the other refuses."""
+    if not record.test_id.strip():
+        return "test_id is empty"
+    fields = {
+        "test_id": (record.test_id, RunRow.__table__.c.external_id),
+        "params": (record.params, RunRow.__table__.c.params),
+        "pipeline": (record.pipeline, RunRow.__table__.c.pipeline),
+        "job_url": (record.job_url, RunRow.__table__.c.job_url),
+        "commit": (record.commit, RunRow.__table__.c.commit),
+        "the test's key": (record.key.key, TestRow.__table__.c.key),
+        "suite": (record.key.suite, TestRow.__table__.c.suite),
+        "the test's path": (record.key.path, TestRow.__table__.c.path),
+        "the test's name": (record.key.name, TestRow.__table__.c.base_id),
+    }
+    for name, (value, column) in fields.items():
+        if value is None:
+            continue
+        if "\x00" in value:
+            return f"{name} holds a NUL character"
+        length = getattr(column.type, "length", None)
+        if length is not None and len(value) > length:
+            return f"{name} is {len(value)} characters; at most {length} are stored"
+    texts = [record.log or "", *record.env.keys(), *record.env.values(), *(s.path for s in record.scripts)]
+    if any("\x00" in t for t in texts):
+        return "the log, env or a script path holds a NUL character"
+    return None
+
+
 class HistoryStore:
     """History reads and writes on a ``Store``'s engine; each method is one transaction."""
 

@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import JSON, DateTime, Engine, ForeignKey, Integer, String, Text, UniqueConstraint, select
-from sqlalchemy.orm import Mapped, mapped_column, sessionmaker
+from sqlalchemy.orm import Mapped, Session, mapped_column, sessionmaker
 
 from app.store.store import Base, utcnow
 
@@ -26,6 +26,8 @@ class CiRunRow(Base):
     source: Mapped[str | None] = mapped_column(String(255))
     summary: Mapped[dict[str, Any]] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # SHA-256 of the upload's Idempotency-Key header (revision 0010_ingest_key)
+    idempotency_key: Mapped[str | None] = mapped_column(String(64), unique=True, index=True)
 
 
 class CiRunTestRow(Base):
@@ -55,23 +57,7 @@ class CiRunStore:
         self, fmt: str, source: str | None, summary: dict[str, Any], tests: list[dict[str, Any]]
     ) -> int:
         with self._sessions() as session, session.begin():
-            run = CiRunRow(format=fmt[:64], source=(source or "")[:255] or None, summary=summary)
-            session.add(run)
-            session.flush()
-            for idx, test in enumerate(tests):
-                session.add(
-                    CiRunTestRow(
-                        run_id=run.id,
-                        idx=idx,
-                        test_id=str(test["test_id"])[:1024],
-                        verdict=str(test["verdict"])[:16],
-                        signature=str(test["signature"])[:40],
-                        triage_id=test.get("triage_id"),
-                        problem=(test.get("problem") or None) and str(test["problem"]).replace("\x00", ""),
-                        data={k: v for k, v in test.items() if k != "result"},
-                    )
-                )
-            return run.id
+            return add_ingest(session, fmt, source, summary, tests)
 
     def get(self, run_id: int) -> dict[str, Any] | None:
         with self._sessions() as session:
@@ -92,3 +78,48 @@ class CiRunStore:
                 **run.summary,
                 "tests": [dict(row.data, triage_id=row.triage_id, problem=row.problem) for row in rows],
             }
+
+
+def add_ingest(
+    session: Session,
+    fmt: str,
+    source: str | None,
+    summary: dict[str, Any],
+    tests: list[dict[str, Any]],
+    *,
+    key: str | None = None,
+) -> int:
+    """One ingest and its failed tests, in the caller's transaction; the ingest's id. ``key``: the
+    hash of the upload's idempotency key."""
+    run = CiRunRow(format=fmt[:64], source=(source or "")[:255] or None, summary=summary, idempotency_key=key)
+    session.add(run)
+    session.flush()
+    session.add_all(
+        CiRunTestRow(
+            run_id=run.id,
+            idx=idx,
+            test_id=str(test["test_id"])[:1024],
+            verdict=str(test["verdict"])[:16],
+            signature=str(test["signature"])[:40],
+            triage_id=test.get("triage_id"),
+            problem=(test.get("problem") or None) and str(test["problem"]).replace("\x00", ""),
+            data={k: v for k, v in test.items() if k != "result"},
+        )
+        for idx, test in enumerate(tests)
+    )
+    session.flush()
+    return run.id
+
+
+def ingest_triages(session: Session, run_id: int) -> list[int | None]:
+    """The triage id of each failed test of an ingest, in order."""
+    return list(
+        session.scalars(
+            select(CiRunTestRow.triage_id).where(CiRunTestRow.run_id == run_id).order_by(CiRunTestRow.idx)
+        )
+    )
+
+
+def ingest_by_key(session: Session, key: str) -> int | None:
+    """The ingest stored with this idempotency key hash, if any."""
+    return session.scalar(select(CiRunRow.id).where(CiRunRow.idempotency_key == key))

@@ -8,6 +8,8 @@ broker to run and nothing to keep in step with it.
 
 from __future__ import annotations
 
+import threading
+import time
 import zlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -15,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Engine, func, select, text, update
+from sqlalchemy import Engine, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, relationship, sessionmaker
 
@@ -24,11 +26,16 @@ from app.store import record, tables
 from app.store.engine import (  # noqa: F401  (re-exported: the store's engine and schema API)
     MIGRATIONS_DIR,
     SQLITE_BUSY_TIMEOUT_MS,
+    DatabaseMissing,
+    StoreUnavailable,
     make_engine,
     migrate,
+    probe_write,
     safe_url,
     schema_is_current,
     script_heads,
+    sqlite_file,
+    storage_error,
 )
 from app.store.record import StoredTriage, Submission, sha256_text  # noqa: F401  (re-exported)
 from app.store.record import aware as _aware
@@ -37,6 +44,8 @@ from app.store.record import plain as _plain
 from app.store.tables import utcnow
 
 STATUSES = ("queued", "running", "done", "failed")
+PROBE_EVERY_S = 2.0  # /healthz writes at most this often; between probes it answers the last one
+FAILURE_MEMORY_S = 60.0  # a failed write keeps /healthz degraded this long unless a write succeeds
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -175,6 +184,10 @@ class Store:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self._sessions = sessionmaker(engine, expire_on_commit=False)
+        self._ambient = threading.local()  # the session of ``transaction()`` on this thread
+        self._probe_lock = threading.Lock()
+        self._probed: tuple[float, str | None] = (float("-inf"), None)  # (monotonic time, problem)
+        self._failed: tuple[float, str] | None = None  # the last write refused, until one succeeds
 
     @classmethod
     def open(cls, url: str, *, run_migrations: bool = True) -> Store:
@@ -192,12 +205,73 @@ class Store:
 
     @contextmanager
     def _tx(self) -> Iterator[Session]:
+        """One transaction, or the enclosing ``transaction()``'s when this thread is in one."""
+        outer = getattr(self._ambient, "session", None)
+        if outer is not None:
+            yield outer
+            return
         with self._sessions() as session, session.begin():
             yield session
 
-    def ping(self) -> None:
-        with self.engine.connect() as conn:
-            conn.execute(text("SELECT 1"))
+    @contextmanager
+    def transaction(self) -> Iterator[Session]:
+        """Everything the stores write on this thread inside the block is one transaction: all of
+        it commits at the end, or none of it. A database error is ``StoreUnavailable`` (and is
+        remembered for ``health``); others pass through, after the rollback."""
+        if getattr(self._ambient, "session", None) is not None:
+            raise RuntimeError("transactions do not nest")
+        try:
+            with self._sessions() as session, session.begin():
+                self._ambient.session = session
+                try:
+                    yield session
+                finally:
+                    self._ambient.session = None
+        except Exception as exc:
+            refused = storage_error(exc)
+            if refused is None or isinstance(exc, IntegrityError):
+                raise
+            self.write_failed(refused)
+            raise refused from exc
+        self._failed = None
+
+    def write_failed(self, exc: StoreUnavailable) -> None:
+        """A write the database refused: ``health`` says so until a later write succeeds."""
+        if exc.lost:
+            self._failed = (time.monotonic(), str(exc))
+
+    def write_succeeded(self) -> None:
+        self._failed = None
+
+    def health(self) -> str | None:
+        """Why the database cannot take writes now, or None. Checks that a SQLite file is still the
+        one opened (one ``stat``), then a small committed write, at most every ``PROBE_EVERY_S``
+        (other calls answer the last probe's verdict), and a write refused in the last
+        ``FAILURE_MEMORY_S`` (a full disk may refuse a data write while the probe still fits)."""
+        found = sqlite_file(self.engine)
+        if found is not None:
+            try:
+                found.check()
+            except StoreUnavailable as exc:
+                return str(exc)
+        now = time.monotonic()
+        problem: str | None
+        with self._probe_lock:
+            at, problem = self._probed
+            if now - at >= PROBE_EVERY_S:
+                try:
+                    probe_write(self.engine)
+                    problem = None
+                except Exception as exc:
+                    refused = storage_error(exc)
+                    problem = f"write probe failed: {type(exc).__name__}" if refused is None else str(refused)
+                self._probed = (time.monotonic(), problem)
+        if problem is not None:
+            return problem
+        failed = self._failed
+        if failed is not None and now - failed[0] < FAILURE_MEMORY_S:
+            return f"a write was refused {now - failed[0]:.0f} s ago: {failed[1]}"
+        return None
 
     # -- requests and results -----------------------------------------------------------------
 
@@ -214,9 +288,22 @@ class Store:
         return self.record_triages([(case, data)])[0]
 
     def record_triages(self, items: Sequence[tuple[Submission, dict[str, Any]]]) -> list[StoredTriage]:
-        """Finished synchronous triages, all in one transaction (``app.service.writer``)."""
-        with self.engine.begin() as conn:  # Core only: an ORM session would add much to this write
-            return record.record_triages(conn, items)
+        """Finished synchronous triages, all in one transaction (``app.service.writer``); a database
+        error is ``StoreUnavailable``, and ``health`` hears of it."""
+        outer = getattr(self._ambient, "session", None)
+        if outer is not None:
+            return record.record_triages(outer.connection(), items)
+        try:
+            with self.engine.begin() as conn:  # Core only: an ORM session would add much to this write
+                stored = record.record_triages(conn, items)
+        except Exception as exc:
+            refused = storage_error(exc)
+            if refused is None or isinstance(exc, IntegrityError):
+                raise
+            self.write_failed(refused)
+            raise refused from exc
+        self._failed = None
+        return stored
 
     def record_failure(self, case: Submission, error: str) -> int:
         """Store a synchronous triage that failed (its input kept for a look), in one transaction."""

@@ -110,7 +110,7 @@ class HistorySummary:
 
 
 @dataclass(frozen=True)
-class TestRun:
+class ExecutedRun:
     outcome: str
     executed: tuple[int, ...]
     output: str
@@ -263,11 +263,11 @@ class Executor:
         self.work = work
         self.options = options
         self.summary = summary
-        self.cache: dict[str, dict[str, TestRun]] = {}
+        self.cache: dict[str, dict[str, ExecutedRun]] = {}
 
     def run(
         self, relpath: str, source: str, tests: list[str], env: str, noise: dict[str, int] | None = None
-    ) -> dict[str, TestRun]:
+    ) -> dict[str, ExecutedRun]:
         key = hashlib.sha256(json.dumps([relpath, source, tests, env, noise or {}]).encode()).hexdigest()
         if key not in self.cache:
             self.cache[key] = self._run(relpath, source, tests, env, noise or {})
@@ -275,7 +275,7 @@ class Executor:
 
     def _run(
         self, relpath: str, source: str, tests: list[str], env_name: str, noise: dict[str, int]
-    ) -> dict[str, TestRun]:
+    ) -> dict[str, ExecutedRun]:
         self.summary.executions += 1
         target = place_source(self.work, relpath, source)
         result = self.work / "result.json"
@@ -309,7 +309,7 @@ class Executor:
         out = {}
         for name, t in data["tests"].items():
             log = _RUNNER_FRAME.sub("", display_log(t["output"], self.work))
-            out[name] = TestRun(t["outcome"], tuple(t["executed"]), log, bool(t["noise"]), t["seconds"])
+            out[name] = ExecutedRun(t["outcome"], tuple(t["executed"]), log, bool(t["noise"]), t["seconds"])
         return out
 
 
@@ -508,7 +508,7 @@ def _setups(test: str, tree: ast.Module) -> tuple[str, ...]:
     return ()
 
 
-def _trace(source: str, run: TestRun) -> frozenset[int]:
+def _trace(source: str, run: ExecutedRun) -> frozenset[int]:
     return normalize_trace(source, run.executed)
 
 
@@ -527,7 +527,7 @@ def _group(
     traces: dict[str, list[int]] = {}
     runs: list[dict[str, Any]] = []
 
-    def keep(source: str, r: TestRun) -> tuple[str, str]:
+    def keep(source: str, r: ExecutedRun) -> tuple[str, str]:
         log_key = hashlib.sha1(r.output.encode()).hexdigest()[:16]
         logs.setdefault(log_key, r.output)
         lines = sorted(_trace(source, r))
@@ -538,7 +538,7 @@ def _group(
     plan = [("V0", options.rounds[0]), ("V0'", options.rounds[1]), ("V1", options.rounds[2])]
     round_no = 0
     for label, count in plan:
-        noisy_runs: dict[str, dict[str, TestRun]] = {}
+        noisy_runs: dict[str, dict[str, ExecutedRun]] = {}
         for _ in range(count):
             env = "ab"[round_no % 2]
             source = v1_env_a if (label == "V1" and env == "a") else versions[label]

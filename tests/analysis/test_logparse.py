@@ -879,6 +879,7 @@ def test_parse_log_never_raises_on_any_text(text: str) -> None:
     wrap_at=st.integers(len('  File "/') + 1, 60),
     prefixed=st.booleans(),
 )
+@pytest.mark.slow
 def test_traceback_frames_round_trip(frames: list[tuple[str, int]], wrap_at: int, prefixed: bool) -> None:
     prefix = "2021-03-23 22:35:35,295 stacktrace       L0045 ERROR| " if prefixed else ""
     lines = [prefix + "Traceback (most recent call last):"]

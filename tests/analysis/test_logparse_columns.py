@@ -86,6 +86,7 @@ def make_log(lines: list[tuple[str, str, str]], crlf: bool, final_newline: bool)
     final_newline=st.booleans(),
     fmt=st.sampled_from([None, "plain", *KNOWN_FORMATS]),
 )
+@pytest.mark.slow
 def test_bulk_parse_gives_the_line_by_line_messages(
     lines: list[tuple[str, str, str]], crlf: bool, final_newline: bool, fmt: str | None
 ) -> None:
@@ -104,6 +105,7 @@ def test_bulk_parse_gives_the_line_by_line_messages(
     times=st.sampled_from([1, 80]),
     rng=st.randoms(use_true_random=False),
 )
+@pytest.mark.slow
 def test_format_detection_agrees_with_trying_every_format_on_every_line(
     groups: list[tuple[tuple[str, str, str], int]], base: int, times: int, rng: random.Random
 ) -> None:
@@ -167,6 +169,7 @@ def test_the_odd_whitespace_list_is_all_whitespace_but_space_and_newline() -> No
     assert set(_ODD_SPACE) == every - {" ", "\n"}
 
 
+@pytest.mark.slow
 @settings(max_examples=20, deadline=None)
 @given(lines=st.lists(LINE, min_size=1, max_size=12), extra=st.integers(0, 300), seed=st.integers(0, 2**16))
 def test_bulk_parse_of_a_log_longer_than_a_chunk_gives_the_line_by_line_messages(

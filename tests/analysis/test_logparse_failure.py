@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -210,6 +211,7 @@ words = st.text(alphabet="abcdefghij klm:=0123", min_size=1, max_size=30)
     head=st.lists(st.tuples(st.sampled_from(SHAPES), words), min_size=1, max_size=10),
     tail=st.lists(st.tuples(st.sampled_from(SHAPES), words), max_size=30),
 )
+@pytest.mark.slow
 def test_detection_does_not_change_as_the_log_grows(
     head: list[tuple[str, str]], tail: list[tuple[str, str]]
 ) -> None:

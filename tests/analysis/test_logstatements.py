@@ -233,6 +233,7 @@ TOKENS = [*"()[]{}\"'fbr%+.,=:*\\ \n\t#sx0", "print", "logger.info", "Log.log", 
 python_ish = st.lists(st.sampled_from(TOKENS), max_size=60).map("".join)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.one_of(st.text(max_size=200), python_ish))
 def test_never_raises_on_arbitrary_text(source: str) -> None:

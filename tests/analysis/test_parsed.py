@@ -59,6 +59,7 @@ def _ranking(analysis) -> list[tuple[object, float, str, tuple[object, ...]]]:
     return [(item.element, item.score, item.reason, item.evidence) for item in ranked]
 
 
+@pytest.mark.slow
 def test_cached_analyses_equal_fresh_ones_over_a_fifth_of_the_cases_in_any_order(
     case_analysis: Callable[[str], Analysis],
 ) -> None:
@@ -91,6 +92,7 @@ def _cached_analyses_equal_fresh_ones(
     assert parses.hits >= len(cases)
 
 
+@pytest.mark.slow
 def test_each_distinct_script_set_is_parsed_once() -> None:
     parses = ParseCache(max_entries=len(CASES), max_chars=10**9)
     for _, scripts, log, fns in CASES:

@@ -6,6 +6,8 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from app.cli.batch import in_flight
 from app.settings import Settings
 from tests.service.helpers import clean_env, example_body, jsonl, tcfl_command
@@ -20,6 +22,7 @@ def test_in_flight_defaults_to_the_model_setting_only_with_a_model() -> None:
     assert in_flight(5, with_model) == 5
 
 
+@pytest.mark.slow
 def test_batch_keeps_many_model_requests_in_flight(tmp_path: Path) -> None:
     cases = tmp_path / "cases.jsonl"
     cases.write_bytes(jsonl([example_body(ranker="llm", test_id=f"c{i}") for i in range(40)]))

@@ -148,3 +148,28 @@ def test_junit_made_from_a_report_log_carries_the_traceback_and_the_log(
     assert "test_links.py" in (failure.text or "")  # the frames, as pytest printed them
     out_text = cases[FAILED_TESTS[0]].findtext("system-out") or ""
     assert "tcfl: top" in out_text and "score " in out_text
+
+
+def test_a_job_without_a_time_from_its_ci_starts_when_its_results_file_says(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, py_results: PytestRun
+) -> None:
+    code, out, _ = ci(capsys, py_results.junit, py_results.root, "--no-ci-env", "--format", "json")
+    assert code == 0
+    suite = ET.parse(py_results.junit).getroot().iter("testsuite").__next__()
+    store = _store(tmp_path)
+    try:
+        launch = LaunchStore(store).get(json.loads(out)["launch_id"])
+        assert launch is not None
+        # pytest writes the suite's timestamp in local time, with its zone from pytest 8 on
+        stamp = suite.get("timestamp") or ""
+        assert launch["started_at"][:19].replace("T", " ") == _utc(stamp)[:19].replace("T", " ")
+    finally:
+        store.engine.dispose()
+
+
+def _utc(stamp: str) -> str:
+    from app.ingest.filetime import iso_time
+
+    found = iso_time(stamp)
+    assert found is not None
+    return found.isoformat()

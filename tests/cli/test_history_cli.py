@@ -42,6 +42,7 @@ def record(n: int, verdict: str, script: str) -> str:
     )
 
 
+@pytest.mark.slow
 def test_ingest_then_history(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'h.db'}"
     runs = tmp_path / "runs.jsonl"
@@ -62,6 +63,7 @@ def test_ingest_then_history(tmp_path: Path) -> None:
     assert page["classification"] == "new" and len(page["runs"]) == 3
 
 
+@pytest.mark.slow
 def test_bad_input_is_a_usage_error(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'h.db'}"
     bad = tmp_path / "bad.jsonl"
@@ -101,6 +103,7 @@ def passing_history(tmp_path: Path, n: int) -> str:
     return db
 
 
+@pytest.mark.slow
 def test_triage_fuses_the_recorded_history(tmp_path: Path) -> None:
     from tests.history.test_rank import PATH
 
@@ -132,6 +135,7 @@ def test_triage_fuses_the_recorded_history(tmp_path: Path) -> None:
     assert any("no CI history" in w for w in json.loads(alone.stdout)["warnings"])
 
 
+@pytest.mark.slow
 def test_ci_records_every_run_under_one_key_per_test(tmp_path: Path, py_results: PytestRun) -> None:
     """JUnit XML and report-log of one real pytest session name each test alike in the history."""
     db = f"sqlite:///{tmp_path / 'h.db'}"
@@ -205,6 +209,7 @@ def test_one_test_is_one_key_whichever_tool_ran_it(
     assert html.count('data-testid="test-row"') == 3
 
 
+@pytest.mark.slow
 def test_triage_history_window_and_k(tmp_path: Path) -> None:
     from tests.history.test_rank import PATH
 
@@ -225,6 +230,7 @@ def test_triage_history_window_and_k(tmp_path: Path) -> None:
     assert bad.returncode == 2 and "history window must be an integer from 1 to 500" in bad.stderr
 
 
+@pytest.mark.slow
 def test_ci_ranks_each_failure_with_the_runs_recorded_before_it(
     tmp_path: Path, py_results: PytestRun
 ) -> None:

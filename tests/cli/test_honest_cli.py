@@ -276,6 +276,7 @@ def test_model_flag_without_any_model_server_is_a_warning(capsys: pytest.Capture
     )
 
 
+@pytest.mark.slow
 def test_explicit_llm_ranker_falling_back_answers_and_says_so_once_on_stderr(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.cli.test_history_cli import LOG, SCRIPT, tcfl
 
 
+@pytest.mark.slow
 def test_dry_run_counts_then_retention_drops_old_runs_but_keeps_the_anchors(tmp_path: Path) -> None:
     db = f"sqlite:///{tmp_path / 'h.db'}"
     runs = tmp_path / "runs.jsonl"

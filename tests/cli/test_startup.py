@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from app import __version__
 from tests.conftest import RUNNING
 
@@ -80,6 +82,7 @@ def test_triage_on_embedded_defaults_without_store_loads_no_heavy_stack(tmp_path
     assert out == {"code": 0, "loaded": [], "orm": False}
 
 
+@pytest.mark.slow
 def test_triage_with_the_store_loads_the_database_but_not_http_or_graphs(tmp_path: Path) -> None:
     script, log = str(RUNNING / "test_example.py"), str(RUNNING / "failure.log")
     first = probe(tmp_path, "triage", script, "--log", log, "--log-function", "Log.log")
@@ -89,6 +92,7 @@ def test_triage_with_the_store_loads_the_database_but_not_http_or_graphs(tmp_pat
     assert again["code"] == 0 and set(again["loaded"]) - {"asyncio"} == {"sqlalchemy"}  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 def test_stored_triage_at_the_current_schema_loads_neither_alembic_nor_the_orm(tmp_path: Path) -> None:
     """The write is SQLAlchemy Core (``app.store.record``); a new database is still migrated."""
     from app.store.store import Store

@@ -86,6 +86,7 @@ def test_heuristic_ranker_ignores_a_configured_server(
     assert code == 0 and json.loads(capsys.readouterr().out)["ranker"] == "heuristic"
 
 
+@pytest.mark.slow
 def test_unreachable_model_falls_back_with_a_visible_reason(capsys: pytest.CaptureFixture[str]) -> None:
     from tests.support.openai_standin import closed_port_url
 

@@ -38,6 +38,7 @@ def test_every_switchable_channel_has_a_row_with_rates(cases: Path) -> None:
         assert 0.0 <= scores.map5 <= 1.0
 
 
+@pytest.mark.slow
 def test_cli_prints_the_table_and_json(cases: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["eval", str(cases), "--ablate", "--quiet"]) == 0
     text = capsys.readouterr().out

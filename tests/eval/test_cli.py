@@ -69,6 +69,7 @@ def test_eval_is_deterministic_for_a_seed(cases: Path, capsys: pytest.CaptureFix
     assert first == second
 
 
+@pytest.mark.slow
 def test_eval_table_and_plots(cases: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("matplotlib")
     plots = tmp_path / "plots"

@@ -123,6 +123,7 @@ def _eval_cli(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_cli_simulates_passes_without_logs() -> None:
     """The must-run measurement is reproducible from the command line, and the mode is in the report."""
     done = _eval_cli("--history-lengths", "3", "--passing-logs", "drop", "--json", "--quiet")

@@ -25,6 +25,7 @@ def _real(name: str) -> tuple[Analysis, tuple[Loc, ...]]:
     return analyze(scripts, log, log_functions=case.get("log_functions", [])), faulty
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", ["T0", "tplus"])
 def test_a_faulty_block_of_most_real_cases_is_in_the_top_five(variant: str) -> None:
     hits: list[str] = []

@@ -173,6 +173,7 @@ def test_a_recorded_run_and_its_signature_group_read_back(api: httpx.Client, tmp
     assert api.get("/v1/signatures/not-a-signature").status_code == 422
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("k", [0, 2])
 def test_api_cli_and_ranker_give_one_order(api: httpx.Client, server: Server, tmp_path: Path, k: int) -> None:
     """The same recorded runs rank alike over HTTP, from ``tcfl triage --test`` and in the ranker."""

@@ -12,6 +12,7 @@ import subprocess
 from urllib.parse import quote
 
 import httpx
+import pytest
 
 from app.ingest.testkey import canonical_key
 from tests.ci_tools import FAILED_TESTS, SUITE, PytestRun, py_results
@@ -25,6 +26,7 @@ def _tcfl(*args: str, db: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(tcfl_command(*args), capture_output=True, text=True, timeout=300, env=env)
 
 
+@pytest.mark.slow
 def test_one_failure_has_one_id_and_one_test_one_key_everywhere(
     api: httpx.Client, server: Server, py_results: PytestRun
 ) -> None:

@@ -72,6 +72,7 @@ def _stored(database_url: str, tmp_path: Path) -> sa.Engine:
     return source
 
 
+@pytest.mark.slow
 def test_upgrade_gives_each_failure_one_id_and_each_test_one_key(database_url: str, tmp_path: Path) -> None:
     source = _stored(database_url, tmp_path)
     with source.connect() as conn:

@@ -170,6 +170,7 @@ def test_bad_options_are_a_value_error_and_the_worker_stays() -> None:
     assert _with_pool(PoolLimits(), body) == 0
 
 
+@pytest.mark.slow
 def test_a_job_over_its_cpu_deadline_is_rejected_naming_it_and_the_worker_replaced() -> None:
     async def body(pool: AnalysisPool) -> tuple[str, int, int]:
         with pytest.raises(AnalysisRejected) as caught:
@@ -217,6 +218,7 @@ def test_a_cancelled_request_frees_its_worker_for_the_next() -> None:
     assert _with_pool(PoolLimits(cpu_s=120, wall_s=120), body) == 0
 
 
+@pytest.mark.slow
 def test_small_jobs_never_queue_behind_large_ones() -> None:
     """Two workers: large jobs get one lane, so a second large job waits and small ones pass."""
 

@@ -327,6 +327,7 @@ def _example_case() -> Submission:
     )
 
 
+@pytest.mark.slow
 def test_a_triage_queued_behind_a_busy_worker_is_still_written_once(store: Store) -> None:
     """Time spent waiting for an analysis worker is not analysis: no running row, one commit."""
     from sqlalchemy import event

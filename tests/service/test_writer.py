@@ -22,7 +22,7 @@ from app.analysis.model import Script
 from app.service.metrics import Metrics
 from app.service.runner import Runner
 from app.service.writer import TriageWriter
-from app.store.store import Store, Submission
+from app.store.store import Store, StoreUnavailable, Submission
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "data" / "running-example"
 OPTIONS = {"level": "block", "k": 3, "trace": "tplus", "ranker": "heuristic", "log_functions": ["Log.log"]}
@@ -151,7 +151,8 @@ def test_a_database_that_refuses_the_batch_fails_it_at_once(
         begins.clear()
         outcomes = asyncio.run(main())
         writer.close()
-        assert all(isinstance(o, OperationalError) for o in outcomes)
+        assert all(isinstance(o, StoreUnavailable) for o in outcomes)
+        assert all(isinstance(o.__cause__, OperationalError) for o in outcomes)
         # one transaction tried per batch (the first may have left before the rest came), none per triage
         assert writer.batches <= 2 and len(begins) <= 3 and writer.written == 0
         assert store.list_triage(limit=10).items == []

@@ -46,7 +46,7 @@ def _id(raw: str) -> int | None:
 
 
 @dataclass(frozen=True)
-class Bar:
+class ChartMark:
     x: float
     y: float
     width: float
@@ -68,9 +68,9 @@ class Chart:
 
     id: str
     title: str
-    bars: tuple[Bar, ...] = ()
+    bars: tuple[ChartMark, ...] = ()
     line: str = ""  # polyline points
-    points: tuple[Bar, ...] = ()  # the line's markers (x, y as the centre)
+    points: tuple[ChartMark, ...] = ()  # the line's markers (x, y as the centre)
     x_ticks: tuple[Tick, ...] = ()
     y_ticks: tuple[Tick, ...] = ()
     width: int = WIDTH
@@ -115,7 +115,7 @@ def trend_charts(launches: Sequence[Mapping[str, Any]]) -> list[Chart]:
         (i, launch["pass_rate"]) for i, launch in enumerate(launches) if launch.get("pass_rate") is not None
     ]
     points = tuple(
-        Bar(
+        ChartMark(
             _x(i, n)[0],
             _y(100 * rate, 100),
             0,
@@ -140,7 +140,7 @@ def trend_charts(launches: Sequence[Mapping[str, Any]]) -> list[Chart]:
         failed = int(launch.get("failed") or 0)
         y = _y(failed, most)
         fail_bars.append(
-            Bar(
+            ChartMark(
                 x - step * 0.3,
                 y,
                 step * 0.6,
@@ -162,7 +162,7 @@ def trend_charts(launches: Sequence[Mapping[str, Any]]) -> list[Chart]:
             if count:
                 top_y, bottom_y = _y(base + count, tallest), _y(base, tallest)
                 title = f"launch #{launch['id']}: {count} {kind}"
-                kind_bars.append(Bar(x - step * 0.3, top_y, step * 0.6, bottom_y - top_y, kind, title))
+                kind_bars.append(ChartMark(x - step * 0.3, top_y, step * 0.6, bottom_y - top_y, kind, title))
                 base += count
     kind_chart = Chart(
         "kinds",

@@ -28,12 +28,15 @@ def package_version() -> str:
 async def healthz(runtime: RuntimeDep, response: Response) -> Health:
     """Liveness and readiness: database, model server (when configured), batch worker, version.
 
+    The database is "ok" only when it can take writes: a SQLite file still the one opened, a small
+    write committed (at most every few seconds), no write refused lately (``Store.health``).
+
     Never waits on the model server: its state comes from the last background probe and the
     circuit breaker, so a hung model server cannot hang the health check.
     """
     try:
-        await asyncio.wait_for(asyncio.to_thread(runtime.store.ping), DATABASE_PING_S)
-        database = "ok"
+        problem = await asyncio.wait_for(asyncio.to_thread(runtime.store.health), DATABASE_PING_S)
+        database = "ok" if problem is None else f"error: {problem}"
     except TimeoutError:
         database = f"error: no answer within {DATABASE_PING_S:g} s"
     except Exception as exc:

@@ -18,7 +18,7 @@ from app.service.routes.batches import JSONL_TYPES, body_doc
 from app.service.routes.ingest import client_of, facts_warnings
 from app.service.routes.triage import ERRORS
 from app.settings import Settings
-from app.store.history import SIGNATURE_PAGE, HistoryStore, SignatureOrder, signature_runs
+from app.store.history import SIGNATURE_PAGE, HistoryStore, SignatureOrder, signature_runs, unstorable
 
 router = APIRouter(tags=["history"])
 _BODY_DOC = body_doc(
@@ -69,6 +69,9 @@ def parse_runs(body: bytes, media: str, settings: Settings) -> list[RunRecord]:
             raise ValueError(f"run {n}: log larger than {settings.max_log_bytes} bytes (TCFL_MAX_LOG_BYTES)")
         if any(len(s.content.encode("utf-8")) > settings.max_script_bytes for s in record.scripts):
             raise ValueError(f"run {n}: a script is larger than {settings.max_script_bytes} bytes")
+        problem = unstorable(record)
+        if problem is not None:  # refused before anything of the request is stored
+            raise ValueError(f"run {n}: {problem}")
         out.append(record)
     return out
 

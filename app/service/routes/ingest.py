@@ -31,7 +31,7 @@ from starlette.datastructures import UploadFile
 
 from app.analysis.logstatements import compile_patterns
 from app.analysis.model import Script
-from app.ci import CiReport, Triager, history_key, triage_results
+from app.ci import CiReport, history_key, triage_results
 from app.emit import FORMATS, emit
 from app.history.records import RunRecord
 from app.ingest import FORMATS as RESULT_FORMATS
@@ -40,7 +40,7 @@ from app.ingest.archive import extract, is_archive, safe_name
 from app.ingest.base import TestRun
 from app.ingest.job import Job, digest
 from app.ingest.resolve import Checkout
-from app.launch import record_launch, run_records
+from app.launch import run_records
 from app.localize.result import TriageResult
 from app.options import TriageOptions, resolve_options
 from app.service.admission import Refused
@@ -52,13 +52,10 @@ from app.service.routes.triage import ERRORS, MAX_ID
 from app.service.schemas import OptionsIn
 from app.service.views import triage_view
 from app.settings import Settings
-from app.store.history import HistoryStore
 from app.store.ingests import CiRunStore
-from app.store.jobs import job_started
-from app.store.labels import LabelStore
-from app.store.launches import LaunchStore
+from app.store.jobs import Unstorable, job_started, record_ingest
 from app.store.record import SNAPSHOT_KEY
-from app.store.store import Submission
+from app.store.store import StoreUnavailable, Submission
 from app.triage import check_options
 
 log = logging.getLogger(__name__)
@@ -84,6 +81,7 @@ _ACCEPT = {
 OPTION_FIELDS = tuple(sorted(OptionsIn.model_fields))  # as POST /v1/triage takes them
 JOB_FIELDS = ("job_url", "commit", "pipeline", "job_id", "started_at")  # the CI job (app.ingest.job)
 MAX_SCRIPTS = 10_000
+MAX_KEY = 255  # characters of an Idempotency-Key header
 _JOB_DOC: dict[str, Any] = {  # the CI job the results came from (app.ingest.job); none is required
     "job_url": {"type": "string", "description": "the job's http(s) URL"},
     "commit": {"type": "string"},
@@ -192,6 +190,7 @@ async def ingest(
             raise HTTPException(exc.status, str(exc)) from None
         except IngestError as exc:  # an archive that cannot be unpacked safely
             raise HTTPException(422, str(exc)) from None
+        fields["idempotency_key"] = _idempotency_key(request)
         limit = runtime.settings.ingest_async_bytes
         asked = "respond-async" in request.headers.get("prefer", "").lower()
         if asked or (limit and len(fields["data"]) > limit):
@@ -287,14 +286,15 @@ async def ingest_fields(runtime: Runtime, fields: dict[str, Any], work: Path) ->
         raise HTTPException(exc.status, str(exc)) from None
     except IngestError as exc:
         raise HTTPException(422, str(exc)) from None
-    started = await asyncio.to_thread(job_started, runtime.store, job)
+    started = await asyncio.to_thread(job_started, runtime.store, job, results.started_at)
     # each failure is ranked with the runs recorded before this job, never with later ones
     options = replace(options, history_before=options.history_before or started.isoformat())
+    triager = _Triager(runtime, options)
     try:
         report = await triage_results(
             results,
             checkout,
-            _triager(runtime, options),
+            triager,
             max_files=runtime.settings.max_files_per_case,
             max_log_bytes=runtime.settings.max_log_bytes,
         )
@@ -309,7 +309,8 @@ async def ingest_fields(runtime: Runtime, fields: dict[str, Any], work: Path) ->
     except PoolUnavailable as exc:
         raise HTTPException(503, str(exc), headers={"Retry-After": "5"}) from None
     report = _with_warnings(report, facts_warnings(records))
-    return await asyncio.to_thread(_store, runtime, report, source, job, started, records)
+    key = fields.get("idempotency_key")
+    return await asyncio.to_thread(_store, runtime, report, source, job, started, records, triager.made, key)
 
 
 @router.get("/v1/ingests/{run_id}", responses=ERRORS)
@@ -348,6 +349,16 @@ async def ingest_page(run_id: int, request: Request, runtime: RuntimeDep) -> Res
 async def old_ingest_page(run_id: int) -> Response:
     """The ingest page's address before ingests were named apart from history runs: kept, moved."""
     return RedirectResponse(f"/ingests/{run_id}", status_code=308)
+
+
+def _idempotency_key(request: Request) -> str | None:
+    """The ``Idempotency-Key`` header: a retry with it answers the upload stored first."""
+    key = request.headers.get("idempotency-key")
+    if key is None:
+        return None
+    if not 1 <= len(key) <= MAX_KEY or not key.isprintable():
+        raise HTTPException(422, f"Idempotency-Key must be 1-{MAX_KEY} printable characters")
+    return key
 
 
 def _answer_format(query: str | None, accept: str) -> str:
@@ -562,25 +573,27 @@ def _with_warnings(report: CiReport, warnings: Sequence[str]) -> CiReport:
     return replace(report, warnings=(*report.warnings, *warnings)) if warnings else report
 
 
-def _triager(runtime: Runtime, options: TriageOptions) -> Triager:
+class _Triager:
     """Each failed test through the service's one triage driver (the analysis pool, its cost limits,
-    the test's recorded history), stored as an ordinary triage labelled with its test id."""
-    opts = options.to_dict()  # stored whole, like every other triage's options
+    the test's recorded history). Nothing is stored yet: ``_store`` writes every triage with the
+    rest of the upload, in one transaction."""
 
-    async def one(run: TestRun, scripts: Sequence[Script]) -> TriageResult:
+    def __init__(self, runtime: Runtime, options: TriageOptions) -> None:
+        self.runtime = runtime
+        self.opts = options.to_dict()  # stored whole, like every other triage's options
+        self.made: dict[TestRun, tuple[Submission, dict[str, Any]]] = {}
+
+    async def __call__(self, run: TestRun, scripts: Sequence[Script]) -> TriageResult:
         case = Submission(
             scripts=tuple(scripts),
             log=run.log,
-            options=opts,
+            options=self.opts,
             test_id=run.test_id[:200],
             test=history_key(run),
         )
-        data = await runtime.runner(case)
-        stored = await asyncio.to_thread(runtime.store.record_triage, case, data)
-        data.pop(SNAPSHOT_KEY, None)
-        return TriageResult.from_dict({**data, "id": str(stored.id)})
-
-    return one
+        data = await self.runtime.runner(case)
+        self.made[run] = (case, data)
+        return TriageResult.from_dict({k: v for k, v in data.items() if k != SNAPSHOT_KEY})
 
 
 def _store(
@@ -590,25 +603,18 @@ def _store(
     job: Job,
     started: datetime,
     records: list[RunRecord],
+    made: Mapping[TestRun, tuple[Submission, dict[str, Any]]],
+    key: str | None = None,
 ) -> tuple[CiReport, int]:
-    """The ingest that lists the failed tests' triages (each stored as it was made), then the job:
-    every test's run in the CI history and its launch, with the known issues among its failures."""
-    body = report.to_dict()
-    run_id = CiRunStore(runtime.store.engine).create(
-        report.format, source, {k: body[k] for k in ("summary", "groups", "warnings")}, body["tests"]
-    )
+    """The upload in one transaction (``app.store.jobs.record_ingest``): the failed tests' triages,
+    the ingest that lists them, every test's run in the CI history, its launch and the known
+    issues among its failures. A job stored before answers as it did then and stores nothing."""
+    triages = {i: made[t.run] for i, t in enumerate(report.triaged) if t.result is not None and t.run in made}
     try:
-        recorded = record_launch(
-            report,
-            job,
-            started,
-            records,
-            history=HistoryStore(runtime.store),
-            launches=LaunchStore(runtime.store),
-            labels=LabelStore(runtime.store),
-            ingest_id=run_id,
+        return record_ingest(
+            runtime.store, report, triages, source=source, job=job, started=started, records=records, key=key
         )
-    except Exception:  # the triages are stored and answered either way
-        log.exception("ingested runs not recorded in the CI history")
-        return report, run_id
-    return replace(report, known=dict(recorded.known), launch_id=recorded.launch_id), run_id
+    except Unstorable as exc:
+        raise HTTPException(422, str(exc)) from None
+    except StoreUnavailable as exc:
+        raise HTTPException(507 if exc.disk_full else 503, str(exc), headers={"Retry-After": "30"}) from None

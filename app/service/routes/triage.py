@@ -12,7 +12,7 @@ from app.service.cases import InvalidInput, LimitExceeded, to_case
 from app.service.deps import RuntimeDep
 from app.service.jobs import triage_now
 from app.service.pool import PoolUnavailable
-from app.service.schemas import Status, TriagePage, TriageRequest, TriageResult
+from app.service.schemas import Status, StoredTriage, TriagePage, TriageRequest
 from app.service.views import triage_summary, triage_view
 
 log = logging.getLogger(__name__)
@@ -28,7 +28,7 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 
-@router.post("", response_model=TriageResult, responses=ERRORS)
+@router.post("", response_model=StoredTriage, responses=ERRORS)
 async def create_triage(body: TriageRequest, runtime: RuntimeDep) -> dict[str, Any]:
     """Triage one failing test now; the result is stored and returned with its id."""
     try:
@@ -49,7 +49,7 @@ async def create_triage(body: TriageRequest, runtime: RuntimeDep) -> dict[str, A
     return triage_view(stored)
 
 
-@router.get("/{triage_id}", response_model=TriageResult, responses=ERRORS)
+@router.get("/{triage_id}", response_model=StoredTriage, responses=ERRORS)
 async def get_triage(triage_id: IdPath, runtime: RuntimeDep) -> dict[str, Any]:
     """One stored triage, with its result once done."""
     found = await asyncio.to_thread(runtime.store.get_triage, triage_id)

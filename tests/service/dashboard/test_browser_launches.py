@@ -1,7 +1,7 @@
 """Launches in headless Chromium against a real ``tcfl serve``: eight CI jobs of a real pytest
-suite ingested, the launches list, a launch page with its failure groups, a label put on a group
-with the page's form and carried over to the next job (uploaded with the page's form), the trend
-charts, and the failure page's new lines."""
+suite ingested, the launches list, a launch page with its failure groups, labels put on a group
+and on one failure with the page's forms, the group's carried over to the next job (uploaded with
+the page's form), the trend charts, and the failure page's new lines."""
 
 from __future__ import annotations
 
@@ -58,12 +58,24 @@ def test_launches_a_launch_and_a_label_carried_to_the_next_job(
     assert many.get_by_test_id("new-failure").is_visible()
     group = groups.filter(has=many)
     group.get_by_text("Label this group").click()
-    group.get_by_label("Defect type").select_option("automation bug")
-    group.get_by_label("Bug link").fill(BUG)
-    group.get_by_test_id("label-group").click()
+    form = group.get_by_test_id("group-label-form")
+    form.get_by_label("Defect type").select_option("automation bug")
+    form.get_by_label("Bug link").fill(BUG)
+    form.get_by_test_id("label-group").click()
     page.wait_for_url(f"**/launches/{last}?saved=1#failures")
     assert many.get_by_test_id("label").inner_text() == "automation bug"
     assert many.get_by_test_id("bug-link").get_attribute("href") == BUG
+
+    # one failure of the other group labelled on its own: its group mates stay new failures
+    other = groups.filter(has_not=many).get_by_test_id("failure").first
+    other_key = other.get_attribute("data-key")
+    other.get_by_text("Label this failure", exact=True).click()
+    other.get_by_label("Defect type").select_option("system issue")
+    other.get_by_test_id("label-failure").click()
+    page.wait_for_url(f"**/launches/{last}?saved=1#failures")
+    labelled = page.locator(f"[data-testid=failure][data-key='{other_key}']")
+    assert labelled.get_by_test_id("label").inner_text() == "system issue"
+    assert labelled.get_by_test_id("auto-label").count() == 0
     screenshot(page, "launch-labelled.png")
 
     # the next job, uploaded with the dashboard's form: its failure carries the label, automatically
