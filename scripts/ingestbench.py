@@ -618,7 +618,7 @@ def symlink() -> dict[str, Any]:
                             if secret.encode() in raw:
                                 found.append(f"database ({table})")
     said = sorted(
-        {line.strip()[:160] for text in outs.values() for line in text.splitlines() if "refused" in line}
+        {line.strip()[:160] for text in outs.values() for line in text.splitlines() if "; refused" in line}
     )
     return {"warned": warned, "exit": codes, "content_found_in": found, "warnings": said[:4]}
 
