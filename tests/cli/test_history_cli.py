@@ -238,7 +238,18 @@ def test_ci_ranks_each_failure_with_the_runs_recorded_before_it(
     fuses them; the text says so and names no model."""
     db = f"sqlite:///{tmp_path / 'h.db'}"
     common = ["--root", str(py_results.root), "--db", db]
-    first = tcfl("ci", str(py_results.junit), *common, "--ranker", "heuristic", "--job-url", "https://ci/1")
+    # the first job ran a day before the results file the next job sends (its time is the file's)
+    first = tcfl(
+        "ci",
+        str(py_results.junit),
+        *common,
+        "--ranker",
+        "heuristic",
+        "--job-url",
+        "https://ci/1",
+        "--started-at",
+        _day_before(py_results.junit),
+    )
     assert first.returncode == 0, first.stderr
     fused = tcfl(
         "ci", str(py_results.junit), *common, "--ranker", "history", "--format", "json", "--no-store"
@@ -254,6 +265,16 @@ def test_ci_ranks_each_failure_with_the_runs_recorded_before_it(
     assert "History of " in text.stdout and "the model did not answer" not in text.stdout
     off = tcfl("ci", str(py_results.junit), *common, "--history", "off", "--format", "json", "--no-store")
     assert all("history" not in t["result"] for t in json.loads(off.stdout)["tests"] if t["triaged"])
+
+
+def _day_before(results: Path) -> str:
+    from datetime import timedelta
+
+    from app.ingest import read_results
+
+    started = read_results(results).started_at
+    assert started is not None
+    return (started - timedelta(days=1)).isoformat()
 
 
 def test_the_history_key_of_a_run_is_its_canonical_text() -> None:
