@@ -213,8 +213,8 @@ def _raisers(ctx: Context, error: PythonError, site: int | None, headline: str, 
             found.append((RAISER, f"uses `{undefined}`, which nothing in the scripts defines"))
         if path_words and any(w in lit for lit in _strings(body) for w in path_words):
             found.append((1.0, "names the file the error says is missing"))
-        for value, detail in found:
-            put(scores, sid, Signal(value if near else value * FAR, detail, headline))
+        for value, detail in found:  # what the message names is where it is; a kind of construct, nearer
+            put(scores, sid, Signal(value if near or value == 1.0 else value * FAR, detail, headline))
 
 
 def _path_words(path: str) -> tuple[str, ...]:

@@ -1,0 +1,154 @@
+"""The exception channel points at what can raise the reported error, not at every statement of a kind.
+
+Small scripts written for these tests, through the real pipeline; each shows one property of
+Python: which construct raises which error, and which call a TypeError is about.
+"""
+
+from __future__ import annotations
+
+from app.analysis.model import Script
+from app.analysis.pipeline import analyze
+from app.localize.channels import Context, Scores
+from app.localize.channels.exceptions import exception_scores
+
+
+def _scores(code: str, error: str, frame: tuple[int, str] | None = None) -> dict[int, float]:
+    """Exception evidence per source line, for a failure at ``frame`` (line, function) or without one."""
+    log = (
+        f'Traceback (most recent call last):\n  File "t.py", line {frame[0]}, in {frame[1]}\n    x\n{error}\n'
+        if frame is not None
+        else f"starting\n{error}\n"
+    )
+    analysis = analyze([Script("t.py", code)], log)
+    ctx = Context.build(analysis, "T0")
+    site = ctx.sid_at("t.py", frame[0]) if frame is not None else None
+    scores: Scores = exception_scores(ctx, site)
+    return {ctx.statements[sid].start_line: signal.value for sid, signal in scores.items()}
+
+
+UNPACK = """def parse(line):
+    name, value = line.split("=")
+    a, b, c = line.partition(":")
+    return name
+
+
+def test_parse():
+    parse("x")
+"""
+
+
+def test_the_unpacking_into_as_many_targets_as_expected_is_first() -> None:
+    lines = _scores(UNPACK, "ValueError: not enough values to unpack (expected 2, got 1)", (8, "test_parse"))
+    assert lines[2] == 1.0
+    assert lines.get(3, 0) < lines[2]
+
+
+KEYS = """def test_keys(data):
+    host = data.get("host")
+    port = data["port"]
+    user = data["user"]
+"""
+
+
+def test_the_subscript_reading_the_missing_key_counts_more_than_a_get() -> None:
+    lines = _scores(KEYS, "KeyError: 'host'", (3, "test_keys"))
+    assert lines.get(2, 0) < 1.0
+    lines = _scores(KEYS, "KeyError: 'port'", (3, "test_keys"))
+    assert lines[3] == 1.0
+    assert lines.get(4, 0) < lines[3]
+
+
+NONE_ATTRIBUTE = """def run(cmd):
+    result = find(cmd)
+    print(result.stdout)
+    print(cmd.upper())
+
+
+def test_run():
+    run("ls")
+"""
+
+
+def test_a_none_value_s_missing_attribute_points_at_its_read() -> None:
+    lines = _scores(NONE_ATTRIBUTE, "AttributeError: 'NoneType' object has no attribute 'stdout'")
+    assert lines[3] > lines.get(4, 0)
+
+
+MISSING_FILE = """import json
+
+
+def load():
+    with open("upgrade_workers.json") as f:
+        return json.load(f)
+
+
+def other():
+    with open("settings.cfg") as f:
+        return f.read()
+
+
+def test_load():
+    load()
+    other()
+"""
+
+
+def test_the_statement_naming_the_missing_file_is_first() -> None:
+    lines = _scores(
+        MISSING_FILE, "FileNotFoundError: [Errno 2] No such file or directory: 'upgrade_workers.json'"
+    )
+    assert lines[5] == 1.0
+    assert lines.get(10, 0) < lines[5]
+
+
+CALLS = """class Helper:
+    def run(self, cmd, timeout=10):
+        return cmd
+
+
+def test_calls():
+    h = Helper()
+    h.run("ls")
+    h.run("ls", 5, 6)
+    h.run("ls", retries=2)
+"""
+
+
+def test_the_call_that_cannot_fit_the_def_is_singled_out() -> None:
+    too_many = "TypeError: Helper.run() takes from 2 to 3 positional arguments but 4 were given"
+    lines = _scores(CALLS, too_many, (9, "test_calls"))
+    assert lines[9] == 1.0
+    assert lines[8] < 1.0 and lines[10] < 1.0
+    lines = _scores(
+        CALLS, "TypeError: run() got an unexpected keyword argument 'retries'", (10, "test_calls")
+    )
+    assert lines[10] == 1.0
+    assert lines[8] < 1.0 and lines[9] < 1.0
+    assert 3 in lines  # the def: it may lack the parameter
+
+
+LIBRARY_CALL = """def test_remote(remote):
+    remote.run("ls")
+    remote.run(["rpm", "-q"], "x")
+"""
+
+
+def test_a_library_call_is_singled_out_by_the_count_the_message_gives() -> None:
+    lines = _scores(LIBRARY_CALL, "TypeError: run() takes exactly 1 argument (2 given)")
+    assert lines[2] < lines[3] == 1.0
+
+
+INDEX = """def first(items):
+    total = len(items)
+    return items[0]
+
+
+def test_first():
+    print("checking")
+    first([])
+"""
+
+
+def test_an_index_error_points_at_the_subscript() -> None:
+    lines = _scores(INDEX, "IndexError: list index out of range")
+    assert lines[3] > lines.get(2, 0)
