@@ -152,3 +152,68 @@ def test_first():
 def test_an_index_error_points_at_the_subscript() -> None:
     lines = _scores(INDEX, "IndexError: list index out of range")
     assert lines[3] > lines.get(2, 0)
+
+
+OPERATOR = """def merge(login, extra):
+    total = len(login) + len(extra)
+    options = login | extra
+    return options, total
+
+
+def test_merge():
+    merge(None, {})
+"""
+
+
+def test_an_operand_error_points_at_the_operator_it_names() -> None:
+    lines = _scores(OPERATOR, "TypeError: unsupported operand type(s) for |: 'NoneType' and 'dict'")
+    assert lines[3] > lines.get(2, 0)
+    lines = _scores(OPERATOR, "TypeError: unsupported operand type(s) for +: 'int' and 'str'")
+    assert lines[2] > lines.get(3, 0)
+
+
+VIEWS = """def first_task(config):
+    names = config.keys()
+    first = config.keys()[0]
+    return names, first
+
+
+def test_tasks():
+    first_task({"a": 1})
+"""
+
+
+def test_a_view_that_cannot_be_indexed_points_at_where_it_is_indexed() -> None:
+    lines = _scores(VIEWS, "TypeError: 'dict_keys' object is not subscriptable")
+    assert lines[3] == 1.0
+    assert lines.get(2, 0) < lines[3]
+
+
+NONE_RESULT = """def setup(params, node):
+    zones = params.get("zones").split(",")
+    name = node.name.split(".")
+    return zones, name
+
+
+def test_setup():
+    setup({}, None)
+"""
+
+
+def test_an_attribute_of_a_call_s_result_that_was_none_comes_first() -> None:
+    lines = _scores(NONE_RESULT, "AttributeError: 'NoneType' object has no attribute 'split'")
+    assert lines[2] == 1.0
+    assert lines[3] < lines[2]
+
+
+FEWEST = """def report(log, error):
+    log.debug("starting %s", error)
+    log.debug("details: %s %s", error, 1)
+    log.debug(exc_info=True)
+"""
+
+
+def test_without_a_def_a_missing_argument_points_at_the_call_passing_fewest() -> None:
+    lines = _scores(FEWEST, "TypeError: LoggerAdapter.debug() missing 1 required positional argument: 'msg'")
+    assert lines[4] == 1.0
+    assert lines[2] < 1.0 and lines[3] < 1.0

@@ -235,6 +235,13 @@ CALLS = [
     ("'%s' % (1, 2)", {"formatting": True}),
     ("'{1}'.format(1)", {"formatting": True, "exception": "IndexError"}),
     ("{}['k']", {"exception": "KeyError", "arity": None}),
+    ("def f(a, b):\n    pass\nf()", {"missing": ("a", "b")}),
+    ("1 + 'a'", {"operator": "+"}),
+    ("None | {}", {"operator": "|"}),
+    ("None < 1", {"operator": "<"}),
+    ("[1] * 1.5", {"operator": "*"}),
+    ("{}.keys()[0]", {"value_type": "dict_keys"}),
+    ("filter(None, [])[0]", {"value_type": "filter"}),
 ]
 
 

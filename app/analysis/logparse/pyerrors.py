@@ -111,6 +111,13 @@ _UNPACK = re.compile(
     r"\b(?:not enough|too many) values to unpack(?: \(expected (\d+))?|\bneed more than \d+ values? to unpack"
 )
 _CONVERT = re.compile(r"\binvalid literal for (int|float|long)\(\)|\bcould not convert string to (float|int)")
+_MISSING_ARGS = re.compile(r"\bmissing \d+ required (?:positional |keyword-only )?arguments?: ((?:'\w+'(?:,? and |, )?)+)")
+_TYPE_OF = re.compile(r"'(\w+)' object (?:is not subscriptable|is unsubscriptable|does not support indexing)")
+_OPERATOR = re.compile(
+    r"\bunsupported operand type\(s\) for (\*\*|//|<<|>>|[-+*/%|&^@])=?:|"
+    r"\bcan only concatenate |\bcannot concatenate |\bcan't multiply sequence|"
+    r"'(<=|>=|<|>)' not supported between instances"
+)
 _PATH_MISSING = re.compile(r"\bNo such file or directory: [ub]?(['\"])(.{1,300}?)\1")
 _FORMATTING = (
     "arguments for format string",
@@ -174,6 +181,9 @@ class PythonError:
     conversion: str | None = None  # the built-in whose conversion failed: ``int`` or ``float``
     path: str | None = None  # the missing file or directory
     formatting: bool = False  # a %-format or str.format did not fit its arguments
+    operator: str | None = None  # the operator whose operands did not fit (``+`` of ``for +:``)
+    missing: tuple[str, ...] = ()  # the required arguments a call did not pass
+    value_type: str | None = None  # the type a value that could not be indexed had (``dict_keys``)
 
     @property
     def called(self) -> str | None:
@@ -200,6 +210,15 @@ def python_error(message: str) -> PythonError:
         facts["unpack"] = int(found.group(1)) if found.group(1) else 0
     if found := _CONVERT.search(flat):
         facts["conversion"] = "int" if (found.group(1) or found.group(2)) in ("int", "long") else "float"
+    if found := _MISSING_ARGS.search(flat):
+        facts["missing"] = tuple(re.findall(r"'(\w+)'", found.group(1)))
+    if found := _TYPE_OF.search(flat):
+        facts["value_type"] = found.group(1)
+    if found := _OPERATOR.search(flat):
+        text_of = found.group(0)
+        facts["operator"] = (
+            found.group(1) or found.group(2) or ("*" if "multiply" in text_of else "+")
+        )
     if found := _PATH_MISSING.search(flat):
         facts["path"] = found.group(2)
     facts["formatting"] = any(p in flat for p in _FORMATTING)

@@ -20,6 +20,7 @@ Smells are almost always faults: ``is`` with a literal, a comparison with the st
 
 from __future__ import annotations
 
+import builtins
 import re
 from collections.abc import Callable
 
@@ -178,12 +179,15 @@ def _raisers(ctx: Context, error: PythonError, site: int | None, headline: str, 
     facts, cls = ctx.facts, error.exception
     local = ctx.statements[site].function if site is not None else None
     before = ctx.statements[site].start_line if site is not None else 0
+    builtin = cls is not None and isinstance(getattr(builtins, cls, None), type)
     raise_cls = re.compile(rf"\braise\s+(?:[\w.]+\.)?{re.escape(cls)}\b") if cls else None
     attribute = f"attr:{error.attribute}" if error.none and error.attribute else None
     undefined = error.name if error.kind == "undefined-name" and error.name else None
     if undefined is not None and any(undefined in names for names in facts.defs.values()):
         undefined = None  # defined somewhere: the definitions are the evidence (``_names``)
     path_words = _path_words(error.path) if error.path else ()
+    operator = _operator_use(error.operator) if error.operator else None
+    view = _VIEW_INDEXED.get(error.value_type or "")
     for sid, body in facts.text.items():
         if not ctx.is_kept(sid):
             continue
@@ -191,7 +195,8 @@ def _raisers(ctx: Context, error: PythonError, site: int | None, headline: str, 
         near = site is None or (stmt.function == local and stmt.start_line <= before)
         found: list[tuple[float, str]] = []
         if raise_cls is not None and sid != site and stmt.kind == StmtKind.RAISE and raise_cls.search(body):
-            found.append((1.0, f"raises {cls}, the error the log reports"))
+            # a built-in error is far more often the interpreter's than a raise of the scripts
+            found.append((FAR * RAISER if builtin else 1.0, f"raises {cls}, the error the log reports"))
         if error.index and _SUBSCRIPT.search(body):
             found.append((RAISER, "indexes a sequence: IndexError comes from here"))
         if (error.index or error.formatting) and (_FORMAT_CALL.search(body) or _PERCENT.search(body)):
@@ -201,20 +206,49 @@ def _raisers(ctx: Context, error: PythonError, site: int | None, headline: str, 
             exact = error.unpack > 0 and targets == error.unpack
             detail = f"unpacks into {targets} targets: the unpacking that failed"
             found.append((1.0 if exact else RAISER, detail))
+        if operator is not None and operator.search(_STRING.sub("''", body)):
+            found.append((RAISER, f"applies `{error.operator}` to values the error says do not support it"))
         if error.conversion and re.search(rf"\b{error.conversion}\(", body):
             found.append((RAISER, f"converts text with {error.conversion}(), which the error says failed"))
         if cls == "ValueError" and "not in list" in ctx.message[:4000] and _MEMBERSHIP.search(body):
             found.append((RAISER, "removes or looks up an item a list may not hold"))
         if cls == "ZeroDivisionError" and _DIVISION.search(body):
             found.append((RAISER, "divides: ZeroDivisionError comes from here"))
-        if attribute is not None and attribute in facts.uses.get(sid, ()):
-            found.append((RAISER, f"reads `{error.attribute}` of a value that was None"))
+        if attribute is not None and (
+            attribute in facts.uses.get(sid, ())
+            or any(c.callee == error.attribute and c.via_attribute for c in facts.calls.get(sid, ()))
+        ):
+            returned = re.search(rf"\)\s*\.{re.escape(error.attribute or '')}\b", body) is not None
+            detail = f"reads `{error.attribute}` of a value that was None"
+            found.append((1.0, detail + ", a call's result") if returned else (RAISER, detail))
+        if view is not None and view.search(body):
+            found.append((1.0, f"indexes a {error.value_type}, which cannot be indexed"))
         if undefined is not None and undefined in facts.uses.get(sid, ()):
             found.append((RAISER, f"uses `{undefined}`, which nothing in the scripts defines"))
         if path_words and any(w in lit for lit in _strings(body) for w in path_words):
             found.append((1.0, "names the file the error says is missing"))
         for value, detail in found:  # what the message names is where it is; a kind of construct, nearer
             put(scores, sid, Signal(value if near or value == 1.0 else value * FAR, detail, headline))
+
+
+# values that cannot be indexed, by the type name a message gives, and how code makes and indexes them
+_VIEW_INDEXED = {
+    "dict_keys": re.compile(r"\.keys\(\)\s*\["),
+    "dict_values": re.compile(r"\.values\(\)\s*\["),
+    "dict_items": re.compile(r"\.items\(\)\s*\["),
+    "filter": re.compile(r"\bfilter\(.*\)\s*\["),
+    "map": re.compile(r"\bmap\(.*\)\s*\["),
+    "zip": re.compile(r"\bzip\(.*\)\s*\["),
+    "generator": re.compile(r"\bfor\b.*\)\s*\["),
+}
+
+
+def _operator_use(operator: str) -> re.Pattern[str]:
+    """A binary use of the operator (its augmented form too); orderings also come from sorting."""
+    use = rf"[\w)\]'\"}}]\s*{re.escape(operator)}=?\s*[\w(\['\"{{-]"
+    if operator in ("<", ">", "<=", ">="):
+        use += r"|\bsorted\(|\.sort\(|\bmax\(|\bmin\("
+    return re.compile(use)
 
 
 def _path_words(path: str) -> tuple[str, ...]:
@@ -318,11 +352,22 @@ def _arguments(ctx: Context, error: PythonError, headline: str, scores: Scores) 
     constructor = callee == "__init__"
     sites = ctx.facts.call_sites.get(called, ())
     singled: dict[int, str] = {}
-    for sid in sites:
-        for call in call_shapes(ctx.facts.text.get(sid, ""), called):
+    shapes = {sid: call_shapes(ctx.facts.text.get(sid, ""), called) for sid in sites}
+    for sid, calls in shapes.items():
+        for call in calls:
             reason = _misfit(error, call, signatures, constructor=constructor)
             if reason is not None:
                 singled.setdefault(sid, reason)
+    if not singled and not signatures and error.arity == "too-few":
+        # no def to check against: the calls passing the fewest arguments, and not the missing ones
+        counts = [c.positional for calls in shapes.values() for c in calls if not c.star]
+        fewest = min(counts, default=0)
+        for sid, calls in shapes.items():
+            if fewest < max(counts, default=0) and any(
+                not c.star and c.positional == fewest and not set(error.missing) & set(c.keywords)
+                for c in calls
+            ):
+                singled[sid] = "with fewer arguments than its other calls pass"
     for sid in sites:
         if sid in singled:
             put(scores, sid, Signal(1.0, f"calls {called}() {singled[sid]}", headline))
