@@ -92,5 +92,9 @@ def test_clause_headers_and_nested_calls_are_read() -> None:
 def test_the_given_count_includes_self_for_a_call_through_an_object() -> None:
     (shape,) = call_shapes("remote.run(cmd, 5)", "run")
     assert passes(shape, 3, method=True)
+    assert not passes(shape, 2, method=True)
     assert passes(shape, 2, method=False)
-    assert not passes(shape, 4, method=True)
+    assert passes(shape, 2, method=None) and passes(shape, 3, method=None)
+    assert not passes(shape, 4, method=None)
+    (build,) = call_shapes("conn = Conn(host, 22)", "Conn")
+    assert passes(build, 3, method=None, constructor=True)

@@ -128,12 +128,13 @@ def test_the_call_that_cannot_fit_the_def_is_singled_out() -> None:
 
 
 LIBRARY_CALL = """def test_remote(remote):
-    remote.run("ls")
-    remote.run(["rpm", "-q"], "x")
+    remote.run(args=["ls"])
+    remote.run(["rpm", "-q"])
 """
 
 
 def test_a_library_call_is_singled_out_by_the_count_the_message_gives() -> None:
+    # a method's count includes self: ``(2 given)`` is one argument passed through the object
     lines = _scores(LIBRARY_CALL, "TypeError: run() takes exactly 1 argument (2 given)")
     assert lines[2] < lines[3] == 1.0
 
@@ -217,3 +218,27 @@ def test_without_a_def_a_missing_argument_points_at_the_call_passing_fewest() ->
     lines = _scores(FEWEST, "TypeError: LoggerAdapter.debug() missing 1 required positional argument: 'msg'")
     assert lines[4] == 1.0
     assert lines[2] < 1.0 and lines[3] < 1.0
+
+
+SCOPES = """import ssl
+
+
+def configure(node):
+    node.setup()
+
+
+def upload(files):
+    node.send(files)
+    return files
+
+
+def check(nodes):
+    for node in nodes:
+        print(node)
+"""
+
+
+def test_an_undefined_name_points_at_its_use_where_no_enclosing_scope_defines_it() -> None:
+    lines = _scores(SCOPES, "NameError: global name 'node' is not defined")
+    assert lines[9] == 1.0
+    assert lines.get(5, 0) < 1.0

@@ -111,7 +111,9 @@ _UNPACK = re.compile(
     r"\b(?:not enough|too many) values to unpack(?: \(expected (\d+))?|\bneed more than \d+ values? to unpack"
 )
 _CONVERT = re.compile(r"\binvalid literal for (int|float|long)\(\)|\bcould not convert string to (float|int)")
-_MISSING_ARGS = re.compile(r"\bmissing \d+ required (?:positional |keyword-only )?arguments?: ((?:'\w+'(?:,? and |, )?)+)")
+_MISSING_ARGS = re.compile(
+    r"\bmissing \d+ required (?:positional |keyword-only )?arguments?: ((?:'\w+'(?:,? and |, )?)+)"
+)
 _TYPE_OF = re.compile(r"'(\w+)' object (?:is not subscriptable|is unsubscriptable|does not support indexing)")
 _OPERATOR = re.compile(
     r"\bunsupported operand type\(s\) for (\*\*|//|<<|>>|[-+*/%|&^@])=?:|"
@@ -216,9 +218,7 @@ def python_error(message: str) -> PythonError:
         facts["value_type"] = found.group(1)
     if found := _OPERATOR.search(flat):
         text_of = found.group(0)
-        facts["operator"] = (
-            found.group(1) or found.group(2) or ("*" if "multiply" in text_of else "+")
-        )
+        facts["operator"] = found.group(1) or found.group(2) or ("*" if "multiply" in text_of else "+")
     if found := _PATH_MISSING.search(flat):
         facts["path"] = found.group(2)
     facts["formatting"] = any(p in flat for p in _FORMATTING)

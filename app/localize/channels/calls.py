@@ -138,9 +138,14 @@ def misfits(sig: Signature, call: CallShape, *, constructor: bool = False) -> tu
     return tuple(found)
 
 
-def passes(call: CallShape, given: int, *, method: bool) -> bool:
-    """The call passed the ``given`` positional arguments a message counts (``self`` included for a
-    call through an object)."""
+def passes(call: CallShape, given: int, *, method: bool | None, constructor: bool = False) -> bool:
+    """The call passed the ``given`` positional arguments a message counts: ``self`` counts for a
+    constructor and for a method called through an object (``method`` None: not known whether the
+    callee is one)."""
     if call.star:
         return False
-    return call.positional + (1 if method and call.via_attribute else 0) == given or call.positional == given
+    if constructor:
+        return call.positional + 1 == given
+    if not call.via_attribute or method is False:
+        return call.positional == given
+    return call.positional + 1 == given or (method is None and call.positional == given)

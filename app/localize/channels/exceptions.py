@@ -25,7 +25,7 @@ import re
 from collections.abc import Callable
 
 from app.analysis.logparse.pyerrors import PythonError, python_error
-from app.analysis.model import Statement, StmtKind
+from app.analysis.model import Function, Statement, StmtKind
 from app.localize.channels import Context, Scores, Signal, put
 from app.localize.channels.calls import CallShape, Signature, call_shapes, misfits, passes, signature
 from app.localize.channels.dataflow import INITIALIZERS, definitions, earlier_conditions, guards
@@ -122,17 +122,6 @@ def exception_scores(ctx: Context, site: int | None) -> Scores:
     if not text.strip():
         return scores
     headline = text.strip().splitlines()[0][:200]
-    local = ctx.statements[site].function if site is not None else None
-    before = ctx.statements[site].start_line if site is not None else 0
-    for applies, code, what in RULES:
-        if not applies(text):
-            continue
-        for sid, body in ctx.facts.text.items():
-            if ctx.is_kept(sid) and code.search(body):
-                stmt = ctx.statements[sid]
-                near = stmt.function == local and stmt.start_line <= before  # ran on the way to the failure
-                value = LOCAL if near else ELSEWHERE
-                put(scores, sid, Signal(value, f"{what}, what this kind of error comes from", headline))
     error = python_error(text)
     _names(ctx, error, headline, scores)
     _raisers(ctx, error, site, headline, scores)
@@ -149,6 +138,18 @@ def exception_scores(ctx: Context, site: int | None) -> Scores:
         _cleanup_reads(ctx, site, error.attribute, headline, scores)
     if site is not None and error.none:
         _none_guard(ctx, site, headline, scores)
+    # the kinds of statement this kind of error comes from
+    local = ctx.statements[site].function if site is not None else None
+    before = ctx.statements[site].start_line if site is not None else 0
+    for applies, code, what in RULES:
+        if not applies(text):
+            continue
+        for sid, body in ctx.facts.text.items():
+            if ctx.is_kept(sid) and code.search(body):
+                stmt = ctx.statements[sid]
+                near = stmt.function == local and stmt.start_line <= before  # ran on the way to the failure
+                value = LOCAL if near else ELSEWHERE
+                put(scores, sid, Signal(value, f"{what}, what this kind of error comes from", headline))
     return scores
 
 
@@ -183,8 +184,7 @@ def _raisers(ctx: Context, error: PythonError, site: int | None, headline: str, 
     raise_cls = re.compile(rf"\braise\s+(?:[\w.]+\.)?{re.escape(cls)}\b") if cls else None
     attribute = f"attr:{error.attribute}" if error.none and error.attribute else None
     undefined = error.name if error.kind == "undefined-name" and error.name else None
-    if undefined is not None and any(undefined in names for names in facts.defs.values()):
-        undefined = None  # defined somewhere: the definitions are the evidence (``_names``)
+    unscoped = _unscoped_uses(ctx, undefined) if undefined is not None else {}
     path_words = _path_words(error.path) if error.path else ()
     operator = _operator_use(error.operator) if error.operator else None
     view = _VIEW_INDEXED.get(error.value_type or "")
@@ -223,8 +223,8 @@ def _raisers(ctx: Context, error: PythonError, site: int | None, headline: str, 
             found.append((1.0, detail + ", a call's result") if returned else (RAISER, detail))
         if view is not None and view.search(body):
             found.append((1.0, f"indexes a {error.value_type}, which cannot be indexed"))
-        if undefined is not None and undefined in facts.uses.get(sid, ()):
-            found.append((RAISER, f"uses `{undefined}`, which nothing in the scripts defines"))
+        if sid in unscoped:
+            found.append(unscoped[sid])
         if path_words and any(w in lit for lit in _strings(body) for w in path_words):
             found.append((1.0, "names the file the error says is missing"))
         for value, detail in found:  # what the message names is where it is; a kind of construct, nearer
@@ -249,6 +249,31 @@ def _operator_use(operator: str) -> re.Pattern[str]:
     if operator in ("<", ">", "<=", ">="):
         use += r"|\bsorted\(|\.sort\(|\bmax\(|\bmin\("
     return re.compile(use)
+
+
+def _unscoped_uses(ctx: Context, name: str) -> dict[int, tuple[float, str]]:
+    """The statements using ``name`` where it is not defined: not in their function (nor an enclosing
+    one, as a parameter or a binding), not at their file's module level. Where it is defined
+    elsewhere, such a use is the wrong one; where it is defined nowhere, every use is."""
+    facts = ctx.facts
+    defining = {ctx.statements[sid].function for sid, names in facts.defs.items() if name in names}
+    defining |= {fid for fid, params in facts.params.items() if name in params}
+    global_in = {f.path for f in ctx.modules if f.fid in defining}
+    found: dict[int, tuple[float, str]] = {}
+    for sid, names in facts.uses.items():
+        stmt = ctx.statements[sid]
+        if name not in names or stmt.path in global_in:
+            continue
+        function: Function | None = ctx.functions.get(stmt.function)
+        while function is not None and function.fid not in defining:
+            function = ctx.functions.get(function.parent) if function.parent else None
+        if function is not None:
+            continue
+        if defining:
+            found[sid] = (1.0, f"uses `{name}`, which its function never defines")
+        else:
+            found[sid] = (RAISER, f"uses `{name}`, which nothing in the scripts defines")
+    return found
 
 
 def _path_words(path: str) -> tuple[str, ...]:
@@ -393,7 +418,8 @@ def _misfit(
             return f"with {many} positional arguments than its signature takes"
     if error.arity == "keyword" and error.keyword in call.keywords:
         return f"with the keyword `{error.keyword}` the error names"
-    if error.given is not None and passes(call, error.given, method=not constructor and bool(signatures)):
+    method = True if error.qualifier else any(s.method for s in signatures) if signatures else None
+    if error.given is not None and passes(call, error.given, method=method, constructor=constructor):
         return f"with the {error.given} arguments the error says were given"
     return None
 
