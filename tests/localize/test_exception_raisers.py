@@ -242,3 +242,21 @@ def test_an_undefined_name_points_at_its_use_where_no_enclosing_scope_defines_it
     lines = _scores(SCOPES, "NameError: global name 'node' is not defined")
     assert lines[9] == 1.0
     assert lines.get(5, 0) < 1.0
+
+
+NONE_VALUES = """def hosts(config):
+    names = config["hosts"]
+    first = lookup(names)[0]
+    for host in find_all(names):
+        print(host)
+    return first
+"""
+
+
+def test_a_none_value_indexed_or_iterated_points_at_a_call_s_result_first() -> None:
+    lines = _scores(NONE_VALUES, "TypeError: 'NoneType' object is not subscriptable")
+    assert lines[3] == 1.0
+    assert lines.get(2, 0) < 1.0
+    lines = _scores(NONE_VALUES, "TypeError: 'NoneType' object is not iterable")
+    assert lines[4] == 1.0
+    assert lines.get(3, 0) < 1.0

@@ -184,6 +184,7 @@ class PythonError:
     path: str | None = None  # the missing file or directory
     formatting: bool = False  # a %-format or str.format did not fit its arguments
     operator: str | None = None  # the operator whose operands did not fit (``+`` of ``for +:``)
+    iterated: bool = False  # a value that cannot be iterated was looped over or tested with ``in``
     missing: tuple[str, ...] = ()  # the required arguments a call did not pass
     value_type: str | None = None  # the type a value that could not be indexed had (``dict_keys``)
 
@@ -212,6 +213,7 @@ def python_error(message: str) -> PythonError:
         facts["unpack"] = int(found.group(1)) if found.group(1) else 0
     if found := _CONVERT.search(flat):
         facts["conversion"] = "int" if (found.group(1) or found.group(2)) in ("int", "long") else "float"
+    facts["iterated"] = "is not iterable" in flat
     if found := _MISSING_ARGS.search(flat):
         facts["missing"] = tuple(re.findall(r"'(\w+)'", found.group(1)))
     if found := _TYPE_OF.search(flat):

@@ -167,6 +167,9 @@ _TARGET = r"\s*\*?[\w.]+(?:\[[^\],]*\])?\s*"
 _UNPACKING = re.compile(
     rf"^\s*(?:for\s+)?[(\[]?(?P<targets>{_TARGET}(?:,{_TARGET})+,?)\s*[)\]]?\s*(?:=(?!=)|\bin\b)"
 )
+_RESULT_INDEXED = re.compile(r"\)\s*\[")
+_ITERATES = re.compile(r"\bfor\b.+\bin\b|[\w)\]'\"]\s+(?:not\s+)?in\s+[\w(]")
+_RESULT_ITERATED = re.compile(r"\bin\s+[\w.]+\([^()]*\)\s*(?::|$|\))", re.MULTILINE)
 _MEMBERSHIP = re.compile(r"\.(?:remove|index)\(")
 _DIVISION = re.compile(r"[\w)\]]\s*(?://?|%)=?\s*[\w(]")
 
@@ -221,6 +224,14 @@ def _raisers(ctx: Context, error: PythonError, site: int | None, headline: str, 
             returned = re.search(rf"\)\s*\.{re.escape(error.attribute or '')}\b", body) is not None
             detail = f"reads `{error.attribute}` of a value that was None"
             found.append((1.0, detail + ", a call's result") if returned else (RAISER, detail))
+        if error.none and error.not_indexable and _SUBSCRIPT.search(body):
+            returned = _RESULT_INDEXED.search(body) is not None
+            detail = "indexes a value that can be None" + (", a call's result" if returned else "")
+            found.append((1.0 if returned else RAISER, detail))
+        if error.none and error.iterated and (_ITERATES.search(body)):
+            returned = _RESULT_ITERATED.search(body) is not None
+            detail = "iterates over a value that can be None" + (", a call's result" if returned else "")
+            found.append((1.0 if returned else RAISER, detail))
         if view is not None and view.search(body):
             found.append((1.0, f"indexes a {error.value_type}, which cannot be indexed"))
         if sid in unscoped:
