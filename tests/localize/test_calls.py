@@ -6,6 +6,8 @@ checker says does not fit raises TypeError when run, one it says fits does not.
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 
 from app.analysis.model import Script
@@ -98,3 +100,10 @@ def test_the_given_count_includes_self_for_a_call_through_an_object() -> None:
     assert not passes(shape, 4, method=None)
     (build,) = call_shapes("conn = Conn(host, 22)", "Conn")
     assert passes(build, 3, method=None, constructor=True)
+
+
+def test_a_statement_with_an_invalid_escape_is_read_without_a_warning() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        (shape,) = call_shapes('found = re.match("\\w+", text)', "match")
+    assert shape.positional == 2

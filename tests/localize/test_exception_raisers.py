@@ -12,8 +12,11 @@ from app.localize.channels import Context, Scores
 from app.localize.channels.exceptions import exception_scores
 
 
-def _scores(code: str, error: str, frame: tuple[int, str] | None = None) -> dict[int, float]:
-    """Exception evidence per source line, for a failure at ``frame`` (line, function) or without one."""
+def _scores(
+    code: str, error: str, frame: tuple[int, str] | None = None, *, framed: bool = False
+) -> dict[int, float]:
+    """Exception evidence per source line, for a failure at ``frame`` (line, function) or without one;
+    ``framed``: the channel is told the frame is a traceback's (not an inferred site)."""
     log = (
         f'Traceback (most recent call last):\n  File "t.py", line {frame[0]}, in {frame[1]}\n    x\n{error}\n'
         if frame is not None
@@ -22,7 +25,7 @@ def _scores(code: str, error: str, frame: tuple[int, str] | None = None) -> dict
     analysis = analyze([Script("t.py", code)], log)
     ctx = Context.build(analysis, "T0")
     site = ctx.sid_at("t.py", frame[0]) if frame is not None else None
-    scores: Scores = exception_scores(ctx, site)
+    scores: Scores = exception_scores(ctx, site, framed=framed)
     return {ctx.statements[sid].start_line: signal.value for sid, signal in scores.items()}
 
 
@@ -260,3 +263,24 @@ def test_a_none_value_indexed_or_iterated_points_at_a_call_s_result_first() -> N
     lines = _scores(NONE_VALUES, "TypeError: 'NoneType' object is not iterable")
     assert lines[4] == 1.0
     assert lines.get(3, 0) < 1.0
+
+
+FRAMED = """def parse(lines):
+    total = int(lines[0])
+    count = int(lines[1])
+    return total, count
+
+
+def test_parse():
+    first = None
+    first.close()
+    parse(["1", "x"])
+"""
+
+
+def test_with_a_frame_a_none_value_s_read_is_no_raiser_evidence_the_fault_is_upstream() -> None:
+    lines = _scores(
+        FRAMED, "AttributeError: 'NoneType' object has no attribute 'close'", (9, "test_parse"), framed=True
+    )
+    assert lines.get(9, 0) < 0.9
+    assert lines[8] > lines.get(9, 0)  # where the None was bound

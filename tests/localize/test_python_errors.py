@@ -267,6 +267,8 @@ def test_what_went_wrong_is_read_from_the_interpreters_own_message(
         ("ValueError: invalid literal for float(): 1,2", {"conversion": "float"}),
         ("IOError: [Errno 2] No such file or directory: 'x.cfg'", {"path": "x.cfg", "exception": "IOError"}),
         ("pkg.errors.CustomError: boom", {"exception": "CustomError"}),
+        # a shell tool's wording, in a command's output the script logged
+        ("cat: /etc/app.d/io.conf: No such file or directory", {"path": "/etc/app.d/io.conf"}),
         # wrapped by a person or a terminal: the facts are those of the one line
         (
             "TypeError: sudo() got an unexpected keyword argument \\\n    'ctx'",

@@ -120,7 +120,11 @@ _OPERATOR = re.compile(
     r"\bcan only concatenate |\bcannot concatenate |\bcan't multiply sequence|"
     r"'(<=|>=|<|>)' not supported between instances"
 )
-_PATH_MISSING = re.compile(r"\bNo such file or directory: [ub]?(['\"])(.{1,300}?)\1")
+# Python's ``... directory: 'path'``, and a shell tool's ``cat: /path: No such file or directory``
+_PATH_MISSING = re.compile(
+    r"\bNo such file or directory: [ub]?(['\"])(.{1,300}?)\1|"
+    r"(?:^|[\s'\"])((?:~|\.{1,2})?/[^\s:'\"]{1,300})['\"]?: No such file or directory"
+)
 _FORMATTING = (
     "arguments for format string",
     "arguments converted during string formatting",
@@ -222,7 +226,7 @@ def python_error(message: str) -> PythonError:
         text_of = found.group(0)
         facts["operator"] = found.group(1) or found.group(2) or ("*" if "multiply" in text_of else "+")
     if found := _PATH_MISSING.search(flat):
-        facts["path"] = found.group(2)
+        facts["path"] = found.group(2) or found.group(3)
     facts["formatting"] = any(p in flat for p in _FORMATTING)
     key = _KEY.search(text)
     if key:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import textwrap
+import warnings
 from dataclasses import dataclass
 
 from app.analysis.model import Function
@@ -52,11 +53,13 @@ def _parse(text: str) -> ast.Module | None:
     code = textwrap.dedent(text).strip("\n")
     if code.startswith("elif "):
         code = code[2:]
-    for attempt in (code, code + "\n    pass", "try:\n    pass\n" + code + "\n    pass"):
-        try:
-            return ast.parse(attempt)
-        except (SyntaxError, ValueError, MemoryError, RecursionError):
-            continue
+    with warnings.catch_warnings():  # the scripts' own invalid escapes (``"\w"``) are no concern here
+        warnings.simplefilter("ignore")
+        for attempt in (code, code + "\n    pass", "try:\n    pass\n" + code + "\n    pass"):
+            try:
+                return ast.parse(attempt)
+            except (SyntaxError, ValueError, MemoryError, RecursionError):
+                continue
     return None
 
 

@@ -14,6 +14,16 @@ somewhere was not set on this path (the setter, the condition or branch chain ar
 cleanup code: the start of the initializer); one set nowhere is a wrong name at its reads.
 Statements that ran on the way to the failure count more.
 
+The statements that can raise the reported error (``_raisers``), where the message says enough:
+an explicit ``raise`` of its class; a subscript for IndexError; an unpacking into the count the
+message expected; the conversion (``int()``/``float()``) it names; a formatting; the operator of
+an operand error; a view indexed where the message names its type; a None value indexed, iterated
+or whose attribute is read (a call's result first); the uses of an undefined name where no
+enclosing scope defines it; the missing file's name. A call that did not fit its callee: the calls
+that cannot fit the scripts' own ``def`` (``app.localize.channels.calls``), or that pass the count
+or keyword the message names, before the other calls. An attribute read off None at a traceback
+frame's line only revealed the fault: the guard and the binding (``_none_guard``) are the evidence.
+
 Smells are almost always faults: ``is`` with a literal, a comparison with the string
 ``'None'``/``'True'``/``'False'``.
 """
@@ -116,7 +126,9 @@ RULES: tuple[Rule, ...] = (
 )
 
 
-def exception_scores(ctx: Context, site: int | None) -> Scores:
+def exception_scores(ctx: Context, site: int | None, *, framed: bool = False) -> Scores:
+    """The exception channel; ``framed``: ``site`` is the innermost traceback frame in the scripts
+    (not a site inferred without one), so the statement that raised is known."""
     scores: Scores = {}
     text = ctx.message[:4000]
     if not text.strip():
@@ -124,7 +136,10 @@ def exception_scores(ctx: Context, site: int | None) -> Scores:
     headline = text.strip().splitlines()[0][:200]
     error = python_error(text)
     _names(ctx, error, headline, scores)
-    _raisers(ctx, error, site, headline, scores)
+    if not (framed and error.none and error.attribute):
+        # a None value's attribute read at the framed line: that line only revealed the fault, made
+        # where the value was bound or let through (``_none_guard``)
+        _raisers(ctx, error, site, headline, scores)
     if error.key is not None:
         key = error.key
         reads = _key_read(key)
