@@ -111,7 +111,7 @@ def _channel_scores(
         Channel.CHECK: check_scores(ctx, check_site),
         Channel.DATA: data_scores(ctx, site),
         Channel.VALUE: value_scores(ctx),
-        Channel.EXCEPTION: exception_scores(ctx, site),
+        Channel.EXCEPTION: exception_scores(ctx, site, framed=frames.innermost is not None),
         Channel.SMELL: smell_scores(ctx),
         Channel.PROXIMITY: proximity_scores(
             ctx, frames.ordered, site, last_logged(ctx), by_statement=rendered.level == "line"

@@ -332,3 +332,31 @@ def test_short_path_gives_what_the_full_checks_give(lines: list[tuple[str, str]]
     finally:
         messages._FAST_PATH = True
     assert fast == slow
+
+
+@pytest.mark.parametrize(
+    ("log", "whole"),
+    [
+        # a trailing backslash, then a hanging indent (as pasted into a commit message)
+        (
+            "      TypeError: sudo() got an unexpected keyword argument \\\n          'change_context'\n",
+            "'change_context'",
+        ),
+        (
+            "  TypeError: Builder.revoke() missing 1 required\n             positional argument: 'reason'\n",
+            "positional argument: 'reason'",
+        ),
+        # a line cannot end with "and": the next one goes on with it
+        ("TypeError: unsupported operand type(s) for +: 'dict_values' and\n'dict_values'\n", "'dict_values'"),
+    ],
+)
+def test_an_error_line_wrapped_over_several_lines_is_read_whole(log: str, whole: str) -> None:
+    error = parse_log(log).error_message
+    assert error.splitlines()[0].endswith(("\\", "required", "and"))
+    assert error.splitlines()[-1] == whole
+
+
+def test_the_lines_after_an_unwrapped_error_line_are_not_part_of_it() -> None:
+    log = "ValueError: bad value\nnext step starts\n  Traceback text is not here\nOtherError: x\n"
+    assert parse_log("ValueError: bad value\nnext step starts\n").error_message == "ValueError: bad value"
+    assert parse_log(log).error_message == "OtherError: x"

@@ -215,3 +215,72 @@ def test_a_module_lacking_an_attribute_blames_its_use_and_import(message: str) -
     assert Channel.EXCEPTION in top["4"]
     if "helpers_lib'" in message:
         assert Channel.EXCEPTION in top["1"]
+
+
+CALLS = [
+    # what the call did wrong, read from the message this interpreter produces
+    ("def f(a, b):\n    pass\nf(1, 2, 3)", {"exception": "TypeError", "arity": "too-many", "given": 3}),
+    ("def f(a, b=1):\n    pass\nf(1, 2, 3)", {"arity": "too-many", "given": 3}),
+    ("class X:\n    def m(self):\n        pass\nX().m(1)", {"arity": "too-many", "given": 2}),
+    ("def f(a, b):\n    pass\nf(1)", {"arity": "too-few"}),
+    ("def f(a):\n    pass\nf(1, c=2)", {"arity": "keyword", "keyword": "c"}),
+    ("def f(a):\n    pass\nf(1, a=2)", {"arity": "keyword", "keyword": "a"}),
+    ("def f(*, a):\n    pass\nf()", {"arity": "keyword", "keyword": "a"}),
+    ("a, b = [1]", {"exception": "ValueError", "unpack": 2}),
+    ("a, b = [1, 2, 3]", {"unpack": 2}),
+    ("int('x')", {"conversion": "int"}),
+    ("float('x')", {"conversion": "float"}),
+    ("open('/no/such/dir/data.json')", {"exception": "FileNotFoundError", "path": "/no/such/dir/data.json"}),
+    ("'%s %s' % (1,)", {"formatting": True}),
+    ("'%s' % (1, 2)", {"formatting": True}),
+    ("'{1}'.format(1)", {"formatting": True, "exception": "IndexError"}),
+    ("{}['k']", {"exception": "KeyError", "arity": None}),
+    ("def f(a, b):\n    pass\nf()", {"missing": ("a", "b")}),
+    ("1 + 'a'", {"operator": "+"}),
+    ("None | {}", {"operator": "|"}),
+    ("None < 1", {"operator": "<"}),
+    ("[1] * 1.5", {"operator": "*"}),
+    ("{}.keys()[0]", {"value_type": "dict_keys"}),
+    ("filter(None, [])[0]", {"value_type": "filter"}),
+]
+
+
+@pytest.mark.parametrize(("snippet", "facts"), CALLS)
+def test_what_went_wrong_is_read_from_the_interpreters_own_message(
+    snippet: str, facts: dict[str, object]
+) -> None:
+    error = python_error(_real(snippet))
+    for field, value in facts.items():
+        assert getattr(error, field) == value, (field, error)
+
+
+@pytest.mark.parametrize(
+    ("message", "facts"),
+    [
+        ("TypeError: f() takes exactly 2 arguments (3 given)", {"arity": "too-many", "given": 3}),
+        ("TypeError: f() takes exactly 2 arguments (1 given)", {"arity": "too-few", "given": 1}),
+        ("TypeError: f() takes at least 2 arguments (1 given)", {"arity": "too-few", "given": 1}),
+        ("TypeError: f() takes no arguments (1 given)", {"arity": "too-many", "given": 1}),
+        ("TypeError: f() got multiple values for keyword argument 'a'", {"arity": "keyword", "keyword": "a"}),
+        ("ValueError: too many values to unpack", {"unpack": 0}),
+        ("ValueError: need more than 1 value to unpack", {"unpack": 0}),
+        ("ValueError: invalid literal for float(): 1,2", {"conversion": "float"}),
+        ("IOError: [Errno 2] No such file or directory: 'x.cfg'", {"path": "x.cfg", "exception": "IOError"}),
+        ("pkg.errors.CustomError: boom", {"exception": "CustomError"}),
+        # a shell tool's wording, in a command's output the script logged
+        ("cat: /etc/app.d/io.conf: No such file or directory", {"path": "/etc/app.d/io.conf"}),
+        # wrapped by a person or a terminal: the facts are those of the one line
+        (
+            "TypeError: sudo() got an unexpected keyword argument \\\n    'ctx'",
+            {"keyword": "ctx", "callee": "sudo"},
+        ),
+        (
+            "TypeError: Builder.revoke() missing 1 required\n    positional argument: 'reason'",
+            {"arity": "too-few", "callee": "revoke", "qualifier": "Builder"},
+        ),
+    ],
+)
+def test_older_and_wrapped_wordings_tell_the_same(message: str, facts: dict[str, object]) -> None:
+    error = python_error(message)
+    for field, value in facts.items():
+        assert getattr(error, field) == value, (field, error)

@@ -43,6 +43,7 @@ from app.analysis.logparse.tracebacks import (
     _dedent,
     _frame_match,
     _indent,
+    _looks_like_exception,
     _pytest_kind,
     _Traceback,
     _TracebackReader,
@@ -578,18 +579,46 @@ class _Parser(_TracebackReader):
         return None if weak is None else (self.messages[weak].line, self.with_followers(weak))
 
     def with_followers(self, k: int) -> str:
-        """A message ending in ``:`` goes on in the next lines (autotest's ``CmdError:`` blocks)."""
+        """A message ending in ``:`` goes on in the next lines (autotest's ``CmdError:`` blocks); one
+        wrapped over several lines (a long exception line pasted into a commit message) is read whole."""
         first = self.messages[k]
         parts = [first.text]
-        if not first.text.endswith(":"):
-            return first.text
         end = first.end_line
-        for msg in self.messages[k + 1 : k + 11]:
-            if msg.line != end + 1:
+        if first.text.endswith(":"):
+            for msg in self.messages[k + 1 : k + 11]:
+                if msg.line != end + 1:
+                    break
+                parts.append(msg.text)
+                end = msg.end_line
+            return "\n".join(parts)
+        indent = _indent(self.body(first.line - 1 - self.offset))
+        for msg in self.messages[k + 1 : k + 1 + _WRAPPED_MAX]:
+            if msg.line != end + 1 or not _wraps(parts[-1], indent, self.body(msg.line - 1 - self.offset)):
                 break
             parts.append(msg.text)
             end = msg.end_line
         return "\n".join(parts)
+
+
+_WRAPPED_MAX = 4  # continuation lines of one wrapped error line
+# words no sentence ends with: a line ending in one was wrapped
+_DANGLING = frozenset(
+    {"and", "or", "of", "to", "for", "in", "the", "a", "an", "with", "from", "by", "at", "is", "not"}
+    | {"but", "than"}
+)
+
+
+def _wraps(previous: str, indent: int, line: str) -> bool:
+    """``line`` goes on with the error text ``previous`` (whose first line was indented ``indent``):
+    after a trailing backslash or a dangling word, or indented deeper (a hanging indent)."""
+    if not line.strip() or _looks_like_exception(line.strip()):
+        return False
+    if previous.endswith("\\"):
+        return True
+    words = previous.rsplit(None, 1)
+    if words and words[-1] in _DANGLING:
+        return True
+    return _indent(line) > indent
 
 
 def parse_log(text: str, *, prefix_format: str | None = None, max_lines: int | None = None) -> ParsedLog:

@@ -88,6 +88,53 @@ _FORMS = (
     _form("cannot-import", rf"\bcannot import name '?({_ID})'?(?: from '({_DOTTED})')?", ("name", "module")),
 )
 
+# the exception's class where a line names it: ``KeyError: 'k'``, ``pkg.mod.CustomError``, a bare ``KeyError``
+_CLASS = re.compile(
+    r"(?<![\w.])(?:[A-Za-z_]\w*\.)*([A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Fail))"
+    r"(?=:|[ \t]*$|[ \t]*\()",
+    re.MULTILINE,
+)
+# what a call that did not fit its signature did wrong (2.7 to 3.13 wordings)
+_TOO_MANY = re.compile(
+    r"\btakes (?:exactly |at most |from \d+ to )?(\d+|no) (?:positional )?arguments?"
+    r"(?: but (\d+) (?:was|were) given| \((\d+) given\))"
+)
+_TOO_FEW = re.compile(
+    r"\b(?:missing \d+ required (?:positional )?arguments?|takes (?:exactly |at least )(\d+) "
+    r"(?:positional )?arguments? \((\d+) given\))"
+)
+_KEYWORD = re.compile(
+    rf"\b(?:got an unexpected keyword argument|got multiple values for (?:keyword )?argument|"
+    rf"missing \d+ required keyword-only arguments?:) [`'\"]?({_ID})"
+)
+_UNPACK = re.compile(
+    r"\b(?:not enough|too many) values to unpack(?: \(expected (\d+))?|\bneed more than \d+ values? to unpack"
+)
+_CONVERT = re.compile(r"\binvalid literal for (int|float|long)\(\)|\bcould not convert string to (float|int)")
+_MISSING_ARGS = re.compile(
+    r"\bmissing \d+ required (?:positional |keyword-only )?arguments?: ((?:'\w+'(?:,? and |, )?)+)"
+)
+_TYPE_OF = re.compile(r"'(\w+)' object (?:is not subscriptable|is unsubscriptable|does not support indexing)")
+_OPERATOR = re.compile(
+    r"\bunsupported operand type\(s\) for (\*\*|//|<<|>>|[-+*/%|&^@])=?:|"
+    r"\bcan only concatenate |\bcannot concatenate |\bcan't multiply sequence|"
+    r"'(<=|>=|<|>)' not supported between instances"
+)
+# Python's ``... directory: 'path'``, and a shell tool's ``cat: /path: No such file or directory``
+_PATH_MISSING = re.compile(
+    r"\bNo such file or directory: [ub]?(['\"])(.{1,300}?)\1|"
+    r"(?:^|[\s'\"])((?:~|\.{1,2})?/[^\s:'\"]{1,300})['\"]?: No such file or directory"
+)
+_FORMATTING = (
+    "arguments for format string",
+    "arguments converted during string formatting",
+    "incomplete format",
+    "unsupported format character",
+    "format: a number is required",
+    "format: a real number is required",
+    "format: an integer is required",
+    "Replacement index",
+)
 _KEY = re.compile(r"\bKeyError: (?:[ub]?(['\"])(.{1,80}?)\1|(-?\d{1,40}))\s*$", re.MULTILINE)
 _NONE = ("NoneType", "'None' object")
 _OPERAND = (
@@ -130,6 +177,20 @@ class PythonError:
     operand: bool = False  # an operation got a value of the wrong type
     not_indexable: bool = False  # indexed a value that cannot be (a view, an iterator, None)
     index: bool = False  # an index past the end, or a pop from an empty sequence
+    exception: str | None = None  # the exception's class, without its module (``KeyError``)
+    # a call that did not fit: "too-many" or "too-few" positional arguments, or "keyword" (one
+    # it does not take, one given twice, a keyword-only one missing: ``keyword`` says which)
+    arity: str | None = None
+    given: int | None = None  # the positional arguments the message says were given (self included)
+    keyword: str | None = None
+    unpack: int | None = None  # the targets an unpacking expected (``expected 2``), 0 where unsaid
+    conversion: str | None = None  # the built-in whose conversion failed: ``int`` or ``float``
+    path: str | None = None  # the missing file or directory
+    formatting: bool = False  # a %-format or str.format did not fit its arguments
+    operator: str | None = None  # the operator whose operands did not fit (``+`` of ``for +:``)
+    iterated: bool = False  # a value that cannot be iterated was looped over or tested with ``in``
+    missing: tuple[str, ...] = ()  # the required arguments a call did not pass
+    value_type: str | None = None  # the type a value that could not be indexed had (``dict_keys``)
 
     @property
     def called(self) -> str | None:
@@ -148,17 +209,36 @@ def python_error(message: str) -> PythonError:
         "not_indexable": any(p in text for p in _NOT_INDEXABLE),
         "index": any(p in text for p in _INDEX),
     }
+    if found := _CLASS.search(text):
+        facts["exception"] = found.group(1)
+    flat = _unwrapped(text)
+    facts.update(_call_facts(flat))
+    if found := _UNPACK.search(flat):
+        facts["unpack"] = int(found.group(1)) if found.group(1) else 0
+    if found := _CONVERT.search(flat):
+        facts["conversion"] = "int" if (found.group(1) or found.group(2)) in ("int", "long") else "float"
+    facts["iterated"] = "is not iterable" in flat
+    if found := _MISSING_ARGS.search(flat):
+        facts["missing"] = tuple(re.findall(r"'(\w+)'", found.group(1)))
+    if found := _TYPE_OF.search(flat):
+        facts["value_type"] = found.group(1)
+    if found := _OPERATOR.search(flat):
+        text_of = found.group(0)
+        facts["operator"] = found.group(1) or found.group(2) or ("*" if "multiply" in text_of else "+")
+    if found := _PATH_MISSING.search(flat):
+        facts["path"] = found.group(2) or found.group(3)
+    facts["formatting"] = any(p in flat for p in _FORMATTING)
     key = _KEY.search(text)
     if key:
         facts["key"] = key.group(2) if key.group(2) is not None else key.group(3)
     for form in _FORMS:
-        if m := form.pattern.search(text):
+        if m := form.pattern.search(flat):
             facts.update(kind=form.kind, owner=form.owner)
             for fact, value in zip(form.groups, m.groups(), strict=True):
                 if value is not None:  # of two alternatives, the one that matched
                     facts[fact] = value
             if form.qualify:
-                facts["qualifier"] = _qualifier(text, m.start(1))
+                facts["qualifier"] = _qualifier(flat, m.start(1))
             break
     return PythonError(**facts)  # type: ignore[arg-type]
 
@@ -171,3 +251,28 @@ def _qualifier(text: str, at: int) -> str | None:
     while start > 0 and (text[start - 1].isalnum() or text[start - 1] in "_."):
         start -= 1
     return text[start : at - 1].strip(".") or None
+
+
+_WRAP = re.compile(r"[ \t]*\\?\n[ \t]*(?=\S)")
+
+
+def _unwrapped(text: str) -> str:
+    """The message with its lines joined: one wrapped by a terminal, a pager or a person (a
+    trailing backslash, a hanging indent) reads as the one line the interpreter printed."""
+    return _WRAP.sub(" ", text) if "\n" in text else text
+
+
+def _call_facts(text: str) -> dict[str, object]:
+    """What a call that did not fit its callee's signature did wrong, as the message says it."""
+    if found := _KEYWORD.search(text):
+        return {"arity": "keyword", "keyword": found.group(1)}
+    if found := _TOO_MANY.search(text):
+        takes = 0 if found.group(1) == "no" else int(found.group(1))
+        given = int(found.group(2) or found.group(3))
+        if given > takes:
+            return {"arity": "too-many", "given": given}
+        return {"arity": "too-few", "given": given}  # 2.7's ``takes exactly 2 arguments (1 given)``
+    if found := _TOO_FEW.search(text):
+        given = found.group(2)
+        return {"arity": "too-few", "given": int(given) if given else None}
+    return {}

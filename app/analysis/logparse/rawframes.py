@@ -32,9 +32,9 @@ _BOUNDARY = frozenset("\"'([{<>|: \t=,")
 
 
 def _number(s: str, i: int) -> int:
-    """End of the run of digits starting at i."""
+    """End of the run of ASCII digits starting at i (``int`` reads no other digit such as ``¹``)."""
     n = len(s)
-    while i < n and s[i].isdigit():
+    while i < n and "0" <= s[i] <= "9":
         i += 1
     return i
 

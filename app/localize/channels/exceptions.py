@@ -14,18 +14,30 @@ somewhere was not set on this path (the setter, the condition or branch chain ar
 cleanup code: the start of the initializer); one set nowhere is a wrong name at its reads.
 Statements that ran on the way to the failure count more.
 
+The statements that can raise the reported error (``_raisers``), where the message says enough:
+an explicit ``raise`` of its class; a subscript for IndexError; an unpacking into the count the
+message expected; the conversion (``int()``/``float()``) it names; a formatting; the operator of
+an operand error; a view indexed where the message names its type; a None value indexed, iterated
+or whose attribute is read (a call's result first); the uses of an undefined name where no
+enclosing scope defines it; the missing file's name. A call that did not fit its callee: the calls
+that cannot fit the scripts' own ``def`` (``app.localize.channels.calls``), or that pass the count
+or keyword the message names, before the other calls. An attribute read off None at a traceback
+frame's line only revealed the fault: the guard and the binding (``_none_guard``) are the evidence.
+
 Smells are almost always faults: ``is`` with a literal, a comparison with the string
 ``'None'``/``'True'``/``'False'``.
 """
 
 from __future__ import annotations
 
+import builtins
 import re
 from collections.abc import Callable
 
 from app.analysis.logparse.pyerrors import PythonError, python_error
-from app.analysis.model import Statement, StmtKind
+from app.analysis.model import Function, Statement, StmtKind
 from app.localize.channels import Context, Scores, Signal, put
+from app.localize.channels.calls import CallShape, Signature, call_shapes, misfits, passes, signature
 from app.localize.channels.dataflow import INITIALIZERS, definitions, earlier_conditions, guards
 
 CONDITIONAL = frozenset(
@@ -36,6 +48,10 @@ CLEANUP_PREFIXES = ("teardown", "cleanup", "clean_up", "finalize", "destroy")
 CHAIN = 0.9  # earlier conditions of an if/elif chain one branch of which sets a missing attribute
 LOCAL = 0.8  # a statement of the failing function, at or before the failing line
 ELSEWHERE = 0.4
+RAISER = 0.9  # a construct that raises the reported error, on the way to the failure
+FAR = 0.6  # the same elsewhere in the trace
+KEY_MENTION = 0.8  # the missing key written elsewhere than in a subscript (a dict built, a .get)
+OTHER_CALL = 0.5  # a call of the callee the message names, when others are singled out as not fitting
 _PATH = re.compile(
     r"os\.path\.|\bjoin\(|get_data\(|chdir\(|\bopen\(|exists\(|isfile\(|isdir\(|Path\(|[\"'][\w.-]*/"
 )
@@ -110,12 +126,34 @@ RULES: tuple[Rule, ...] = (
 )
 
 
-def exception_scores(ctx: Context, site: int | None) -> Scores:
+def exception_scores(ctx: Context, site: int | None, *, framed: bool = False) -> Scores:
+    """The exception channel; ``framed``: ``site`` is the innermost traceback frame in the scripts
+    (not a site inferred without one), so the statement that raised is known."""
     scores: Scores = {}
     text = ctx.message[:4000]
     if not text.strip():
         return scores
     headline = text.strip().splitlines()[0][:200]
+    error = python_error(text)
+    _names(ctx, error, headline, scores)
+    if not (framed and error.none and error.attribute):
+        # a None value's attribute read at the framed line: that line only revealed the fault, made
+        # where the value was bound or let through (``_none_guard``)
+        _raisers(ctx, error, site, headline, scores)
+    if error.key is not None:
+        key = error.key
+        reads = _key_read(key)
+        for sid, body in ctx.facts.text.items():
+            if (f"'{key}'" in body or f'"{key}"' in body) and ctx.is_kept(sid):
+                if reads.search(body):
+                    put(scores, sid, Signal(1.0, f"reads the key {key!r} the error names", headline))
+                else:
+                    put(scores, sid, Signal(KEY_MENTION, f"uses the key {key!r} the error names", headline))
+    if site is not None and error.attribute and error.owner != "module" and not error.none:
+        _cleanup_reads(ctx, site, error.attribute, headline, scores)
+    if site is not None and error.none:
+        _none_guard(ctx, site, headline, scores)
+    # the kinds of statement this kind of error comes from
     local = ctx.statements[site].function if site is not None else None
     before = ctx.statements[site].start_line if site is not None else 0
     for applies, code, what in RULES:
@@ -127,18 +165,159 @@ def exception_scores(ctx: Context, site: int | None) -> Scores:
                 near = stmt.function == local and stmt.start_line <= before  # ran on the way to the failure
                 value = LOCAL if near else ELSEWHERE
                 put(scores, sid, Signal(value, f"{what}, what this kind of error comes from", headline))
-    error = python_error(text)
-    _names(ctx, error, headline, scores)
-    if error.key is not None:
-        key = error.key
-        for sid, body in ctx.facts.text.items():
-            if (f"'{key}'" in body or f'"{key}"' in body) and ctx.is_kept(sid):
-                put(scores, sid, Signal(1.0, f"uses the key {key!r} the error names", headline))
-    if site is not None and error.attribute and error.owner != "module" and not error.none:
-        _cleanup_reads(ctx, site, error.attribute, headline, scores)
-    if site is not None and error.none:
-        _none_guard(ctx, site, headline, scores)
     return scores
+
+
+def _key_read(key: str) -> re.Pattern[str]:
+    """A subscript reading the key: ``d['k']`` raises KeyError, ``d.get('k')`` and ``'k' in d`` do not."""
+    return re.compile(rf"\[\s*[rRbBuU]?(['\"]){re.escape(key)}\1\s*\]")
+
+
+# Constructs that raise a kind of error, searched in a statement's code (facts.text).
+_RAISE = "raise"
+_SUBSCRIPT = re.compile(r"[\w)\]]\[\s*-?(?:\d+|[A-Za-z_][\w.]*)\s*\]|\.pop\(")
+_FORMAT_CALL = re.compile(r"\.format\(")
+_PERCENT = re.compile(r"[\"']\s*%\s*[\w(\[{]")
+_TARGET = r"\s*\*?[\w.]+(?:\[[^\],]*\])?\s*"
+_UNPACKING = re.compile(
+    rf"^\s*(?:for\s+)?[(\[]?(?P<targets>{_TARGET}(?:,{_TARGET})+,?)\s*[)\]]?\s*(?:=(?!=)|\bin\b)"
+)
+_RESULT_INDEXED = re.compile(r"\)\s*\[")
+_ITERATES = re.compile(r"\bfor\b.+\bin\b|[\w)\]'\"]\s+(?:not\s+)?in\s+[\w(]")
+_RESULT_ITERATED = re.compile(r"\bin\s+[\w.]+\([^()]*\)\s*(?::|$|\))", re.MULTILINE)
+_MEMBERSHIP = re.compile(r"\.(?:remove|index)\(")
+_DIVISION = re.compile(r"[\w)\]]\s*(?://?|%)=?\s*[\w(]")
+
+
+def _raisers(ctx: Context, error: PythonError, site: int | None, headline: str, scores: Scores) -> None:
+    """The statements that can raise the reported error: an explicit ``raise`` of its class, and the
+    constructs Python raises it from (a subscript for IndexError, an unpacking of the count the
+    message expected, the conversion it names, a formatting, a division, a read of the missing
+    attribute of a None value, a use of the undefined name, the file name it could not open).
+    Only statements of the trace; those on the failing function's way to the failure count more."""
+    facts, cls = ctx.facts, error.exception
+    local = ctx.statements[site].function if site is not None else None
+    before = ctx.statements[site].start_line if site is not None else 0
+    builtin = cls is not None and isinstance(getattr(builtins, cls, None), type)
+    raise_cls = re.compile(rf"\braise\s+(?:[\w.]+\.)?{re.escape(cls)}\b") if cls else None
+    attribute = f"attr:{error.attribute}" if error.none and error.attribute else None
+    undefined = error.name if error.kind == "undefined-name" and error.name else None
+    unscoped = _unscoped_uses(ctx, undefined) if undefined is not None else {}
+    path_words = _path_words(error.path) if error.path else ()
+    operator = _operator_use(error.operator) if error.operator else None
+    view = _VIEW_INDEXED.get(error.value_type or "")
+    for sid, body in facts.text.items():
+        if not ctx.is_kept(sid):
+            continue
+        stmt = ctx.statements[sid]
+        near = site is None or (stmt.function == local and stmt.start_line <= before)
+        found: list[tuple[float, str]] = []
+        if raise_cls is not None and sid != site and stmt.kind == StmtKind.RAISE and raise_cls.search(body):
+            # a built-in error is far more often the interpreter's than a raise of the scripts
+            found.append((FAR * RAISER if builtin else 1.0, f"raises {cls}, the error the log reports"))
+        if error.index and _SUBSCRIPT.search(body):
+            found.append((RAISER, "indexes a sequence: IndexError comes from here"))
+        if (error.index or error.formatting) and (_FORMAT_CALL.search(body) or _PERCENT.search(body)):
+            found.append((RAISER, "formats a string: its placeholders and arguments must agree"))
+        if error.unpack is not None and (shape := _UNPACKING.search(body)):
+            targets = sum(1 for t in shape.group("targets").split(",") if t.strip())
+            exact = error.unpack > 0 and targets == error.unpack
+            detail = f"unpacks into {targets} targets: the unpacking that failed"
+            found.append((1.0 if exact else RAISER, detail))
+        if operator is not None and operator.search(_STRING.sub("''", body)):
+            found.append((RAISER, f"applies `{error.operator}` to values the error says do not support it"))
+        if error.conversion and re.search(rf"\b{error.conversion}\(", body):
+            found.append((RAISER, f"converts text with {error.conversion}(), which the error says failed"))
+        if cls == "ValueError" and "not in list" in ctx.message[:4000] and _MEMBERSHIP.search(body):
+            found.append((RAISER, "removes or looks up an item a list may not hold"))
+        if cls == "ZeroDivisionError" and _DIVISION.search(body):
+            found.append((RAISER, "divides: ZeroDivisionError comes from here"))
+        if attribute is not None and (
+            attribute in facts.uses.get(sid, ())
+            or any(c.callee == error.attribute and c.via_attribute for c in facts.calls.get(sid, ()))
+        ):
+            returned = re.search(rf"\)\s*\.{re.escape(error.attribute or '')}\b", body) is not None
+            detail = f"reads `{error.attribute}` of a value that was None"
+            found.append((1.0, detail + ", a call's result") if returned else (RAISER, detail))
+        if error.none and error.not_indexable and _SUBSCRIPT.search(body):
+            returned = _RESULT_INDEXED.search(body) is not None
+            detail = "indexes a value that can be None" + (", a call's result" if returned else "")
+            found.append((1.0 if returned else RAISER, detail))
+        if error.none and error.iterated and (_ITERATES.search(body)):
+            returned = _RESULT_ITERATED.search(body) is not None
+            detail = "iterates over a value that can be None" + (", a call's result" if returned else "")
+            found.append((1.0 if returned else RAISER, detail))
+        if view is not None and view.search(body):
+            found.append((1.0, f"indexes a {error.value_type}, which cannot be indexed"))
+        if sid in unscoped:
+            found.append(unscoped[sid])
+        if path_words and any(w in lit for lit in _strings(body) for w in path_words):
+            found.append((1.0, "names the file the error says is missing"))
+        for value, detail in found:  # what the message names is where it is; a kind of construct, nearer
+            put(scores, sid, Signal(value if near or value == 1.0 else value * FAR, detail, headline))
+
+
+# values that cannot be indexed, by the type name a message gives, and how code makes and indexes them
+_VIEW_INDEXED = {
+    "dict_keys": re.compile(r"\.keys\(\)\s*\["),
+    "dict_values": re.compile(r"\.values\(\)\s*\["),
+    "dict_items": re.compile(r"\.items\(\)\s*\["),
+    "filter": re.compile(r"\bfilter\(.*\)\s*\["),
+    "map": re.compile(r"\bmap\(.*\)\s*\["),
+    "zip": re.compile(r"\bzip\(.*\)\s*\["),
+    "generator": re.compile(r"\bfor\b.*\)\s*\["),
+}
+
+
+def _operator_use(operator: str) -> re.Pattern[str]:
+    """A binary use of the operator (its augmented form too); orderings also come from sorting."""
+    use = rf"[\w)\]'\"}}]\s*{re.escape(operator)}=?\s*[\w(\['\"{{-]"
+    if operator in ("<", ">", "<=", ">="):
+        use += r"|\bsorted\(|\.sort\(|\bmax\(|\bmin\("
+    return re.compile(use)
+
+
+def _unscoped_uses(ctx: Context, name: str) -> dict[int, tuple[float, str]]:
+    """The statements using ``name`` where it is not defined: not in their function (nor an enclosing
+    one, as a parameter or a binding), not at their file's module level. Where it is defined
+    elsewhere, such a use is the wrong one; where it is defined nowhere, every use is."""
+    facts = ctx.facts
+    defining = {ctx.statements[sid].function for sid, names in facts.defs.items() if name in names}
+    defining |= {fid for fid, params in facts.params.items() if name in params}
+    global_in = {f.path for f in ctx.modules if f.fid in defining}
+    found: dict[int, tuple[float, str]] = {}
+    for sid, names in facts.uses.items():
+        stmt = ctx.statements[sid]
+        if name not in names or stmt.path in global_in:
+            continue
+        function: Function | None = ctx.functions.get(stmt.function)
+        while function is not None and function.fid not in defining:
+            function = ctx.functions.get(function.parent) if function.parent else None
+        if function is not None:
+            continue
+        if defining:
+            found[sid] = (1.0, f"uses `{name}`, which its function never defines")
+        else:
+            found[sid] = (RAISER, f"uses `{name}`, which nothing in the scripts defines")
+    return found
+
+
+def _path_words(path: str) -> tuple[str, ...]:
+    """The distinctive parts of a path: its file name, its stem, and its longer folder names."""
+    parts = [p for p in re.split(r"[\\/]", path) if p]
+    words = {parts[-1]} if parts else set()
+    if parts and "." in parts[-1].strip("."):
+        words.add(parts[-1].rsplit(".", 1)[0])
+    words.update(p for p in parts[:-1] if len(p) >= 6)
+    return tuple(sorted(w for w in words if len(w) >= 4))
+
+
+_STRING = re.compile(r"[rRbBuUfF]{0,2}(['\"])(.*?)(?<!\\)\1")
+
+
+def _strings(body: str) -> list[str]:
+    """The string literals' texts of a statement (an f-string's holes kept as written)."""
+    return [m.group(2) for m in _STRING.finditer(body)]
 
 
 def _none_guard(ctx: Context, site: int, headline: str, scores: Scores) -> None:
@@ -150,7 +329,7 @@ def _none_guard(ctx: Context, site: int, headline: str, scores: Scores) -> None:
             Signal(value, "lets the failing line run without testing the value for None", headline),
         )
     use = ctx.statements[site]
-    for name in ctx.facts.uses.get(site, ()):
+    for name in sorted(ctx.facts.uses.get(site, ())):  # sorted: the same evidence whatever the hash seed
         for sid in definitions(ctx, name, use)[:4]:
             if not ctx.facts.imports.get(sid):
                 put(
@@ -198,20 +377,77 @@ def _names(ctx: Context, error: PythonError, headline: str, scores: Scores) -> N
             if names:
                 put(scores, sid, Signal(0.3, f"an import: `{name}` may be missing here", headline))
     if error.kind == "arguments" and error.callee:
-        callee, called = error.callee, error.called or error.callee
-        for fid in ctx.by_name.get(callee, ()):
-            function = ctx.functions[fid]
-            owner = function.qualname.rsplit(".", 1)[0] if "." in function.qualname else None
-            if error.qualifier and owner and owner.rsplit(".", 1)[-1] != error.qualifier.rsplit(".", 1)[-1]:
-                continue  # 3.10+ names the class: another class's method of that name is not it
-            if function.statements:
-                put(
-                    scores,
-                    function.statements[0],
-                    Signal(0.6, f"in {callee}(), whose signature the call does not fit", headline),
-                )
-        for sid in facts.call_sites.get(called, ()):
-            put(scores, sid, Signal(1.0, f"calls {called}() with arguments it does not accept", headline))
+        _arguments(ctx, error, headline, scores)
+
+
+def _arguments(ctx: Context, error: PythonError, headline: str, scores: Scores) -> None:
+    """A call did not fit its callee's signature: the calls that cannot fit (checked against the
+    scripts' own ``def``, or passing the count or keyword the message names) before the others,
+    and the callee's definition."""
+    callee, called = error.callee or "", error.called or error.callee or ""
+    signatures: list[Signature] = []
+    for fid in ctx.by_name.get(callee, ()):
+        function = ctx.functions[fid]
+        owner = function.qualname.rsplit(".", 1)[0] if "." in function.qualname else None
+        if error.qualifier and owner and owner.rsplit(".", 1)[-1] != error.qualifier.rsplit(".", 1)[-1]:
+            continue  # 3.10+ names the class: another class's method of that name is not it
+        sig = signature(function, _file_lines(ctx, function.path))
+        if sig is not None:
+            signatures.append(sig)
+        if function.statements:
+            put(
+                scores,
+                function.statements[0],
+                Signal(0.6, f"in {callee}(), whose signature the call does not fit", headline),
+            )
+    constructor = callee == "__init__"
+    sites = ctx.facts.call_sites.get(called, ())
+    singled: dict[int, str] = {}
+    shapes = {sid: call_shapes(ctx.facts.text.get(sid, ""), called) for sid in sites}
+    for sid, calls in shapes.items():
+        for call in calls:
+            reason = _misfit(error, call, signatures, constructor=constructor)
+            if reason is not None:
+                singled.setdefault(sid, reason)
+    if not singled and not signatures and error.arity == "too-few":
+        # no def to check against: the calls passing the fewest arguments, and not the missing ones
+        counts = [c.positional for calls in shapes.values() for c in calls if not c.star]
+        fewest = min(counts, default=0)
+        for sid, calls in shapes.items():
+            if fewest < max(counts, default=0) and any(
+                not c.star and c.positional == fewest and not set(error.missing) & set(c.keywords)
+                for c in calls
+            ):
+                singled[sid] = "with fewer arguments than its other calls pass"
+    for sid in sites:
+        if sid in singled:
+            put(scores, sid, Signal(1.0, f"calls {called}() {singled[sid]}", headline))
+        else:
+            value = OTHER_CALL if singled else 1.0
+            put(scores, sid, Signal(value, f"calls {called}() with arguments it may not accept", headline))
+
+
+def _file_lines(ctx: Context, path: str) -> tuple[str, ...]:
+    return next((f.lines for f in ctx.analysis.program.files if f.path == path), ())
+
+
+def _misfit(
+    error: PythonError, call: CallShape, signatures: list[Signature], *, constructor: bool
+) -> str | None:
+    """Why this call is the one the message reports, or None when nothing says it is."""
+    for sig in signatures:
+        wrong = misfits(sig, call, constructor=constructor)
+        if error.arity == "keyword" and f"keyword:{error.keyword}" in wrong:
+            return f"with the keyword `{error.keyword}`, which its signature does not take"
+        if error.arity in ("too-many", "too-few") and error.arity in wrong:
+            many = "more" if error.arity == "too-many" else "fewer"
+            return f"with {many} positional arguments than its signature takes"
+    if error.arity == "keyword" and error.keyword in call.keywords:
+        return f"with the keyword `{error.keyword}` the error names"
+    method = True if error.qualifier else any(s.method for s in signatures) if signatures else None
+    if error.given is not None and passes(call, error.given, method=method, constructor=constructor):
+        return f"with the {error.given} arguments the error says were given"
+    return None
 
 
 def _cleanup_reads(ctx: Context, site: int, name: str, headline: str, scores: Scores) -> None:

@@ -1,0 +1,286 @@
+"""The exception channel points at what can raise the reported error, not at every statement of a kind.
+
+Small scripts written for these tests, through the real pipeline; each shows one property of
+Python: which construct raises which error, and which call a TypeError is about.
+"""
+
+from __future__ import annotations
+
+from app.analysis.model import Script
+from app.analysis.pipeline import analyze
+from app.localize.channels import Context, Scores
+from app.localize.channels.exceptions import exception_scores
+
+
+def _scores(
+    code: str, error: str, frame: tuple[int, str] | None = None, *, framed: bool = False
+) -> dict[int, float]:
+    """Exception evidence per source line, for a failure at ``frame`` (line, function) or without one;
+    ``framed``: the channel is told the frame is a traceback's (not an inferred site)."""
+    log = (
+        f'Traceback (most recent call last):\n  File "t.py", line {frame[0]}, in {frame[1]}\n    x\n{error}\n'
+        if frame is not None
+        else f"starting\n{error}\n"
+    )
+    analysis = analyze([Script("t.py", code)], log)
+    ctx = Context.build(analysis, "T0")
+    site = ctx.sid_at("t.py", frame[0]) if frame is not None else None
+    scores: Scores = exception_scores(ctx, site, framed=framed)
+    return {ctx.statements[sid].start_line: signal.value for sid, signal in scores.items()}
+
+
+UNPACK = """def parse(line):
+    name, value = line.split("=")
+    a, b, c = line.partition(":")
+    return name
+
+
+def test_parse():
+    parse("x")
+"""
+
+
+def test_the_unpacking_into_as_many_targets_as_expected_is_first() -> None:
+    lines = _scores(UNPACK, "ValueError: not enough values to unpack (expected 2, got 1)", (8, "test_parse"))
+    assert lines[2] == 1.0
+    assert lines.get(3, 0) < lines[2]
+
+
+KEYS = """def test_keys(data):
+    host = data.get("host")
+    port = data["port"]
+    user = data["user"]
+"""
+
+
+def test_the_subscript_reading_the_missing_key_counts_more_than_a_get() -> None:
+    lines = _scores(KEYS, "KeyError: 'host'", (3, "test_keys"))
+    assert lines.get(2, 0) < 1.0
+    lines = _scores(KEYS, "KeyError: 'port'", (3, "test_keys"))
+    assert lines[3] == 1.0
+    assert lines.get(4, 0) < lines[3]
+
+
+NONE_ATTRIBUTE = """def run(cmd):
+    result = find(cmd)
+    print(result.stdout)
+    print(cmd.upper())
+
+
+def test_run():
+    run("ls")
+"""
+
+
+def test_a_none_value_s_missing_attribute_points_at_its_read() -> None:
+    lines = _scores(NONE_ATTRIBUTE, "AttributeError: 'NoneType' object has no attribute 'stdout'")
+    assert lines[3] > lines.get(4, 0)
+
+
+MISSING_FILE = """import json
+
+
+def load():
+    with open("upgrade_workers.json") as f:
+        return json.load(f)
+
+
+def other():
+    with open("settings.cfg") as f:
+        return f.read()
+
+
+def test_load():
+    load()
+    other()
+"""
+
+
+def test_the_statement_naming_the_missing_file_is_first() -> None:
+    lines = _scores(
+        MISSING_FILE, "FileNotFoundError: [Errno 2] No such file or directory: 'upgrade_workers.json'"
+    )
+    assert lines[5] == 1.0
+    assert lines.get(10, 0) < lines[5]
+
+
+CALLS = """class Helper:
+    def run(self, cmd, timeout=10):
+        return cmd
+
+
+def test_calls():
+    h = Helper()
+    h.run("ls")
+    h.run("ls", 5, 6)
+    h.run("ls", retries=2)
+"""
+
+
+def test_the_call_that_cannot_fit_the_def_is_singled_out() -> None:
+    too_many = "TypeError: Helper.run() takes from 2 to 3 positional arguments but 4 were given"
+    lines = _scores(CALLS, too_many, (9, "test_calls"))
+    assert lines[9] == 1.0
+    assert lines[8] < 1.0 and lines[10] < 1.0
+    lines = _scores(
+        CALLS, "TypeError: run() got an unexpected keyword argument 'retries'", (10, "test_calls")
+    )
+    assert lines[10] == 1.0
+    assert lines[8] < 1.0 and lines[9] < 1.0
+    assert 3 in lines  # the def: it may lack the parameter
+
+
+LIBRARY_CALL = """def test_remote(remote):
+    remote.run(args=["ls"])
+    remote.run(["rpm", "-q"])
+"""
+
+
+def test_a_library_call_is_singled_out_by_the_count_the_message_gives() -> None:
+    # a method's count includes self: ``(2 given)`` is one argument passed through the object
+    lines = _scores(LIBRARY_CALL, "TypeError: run() takes exactly 1 argument (2 given)")
+    assert lines[2] < lines[3] == 1.0
+
+
+INDEX = """def first(items):
+    total = len(items)
+    return items[0]
+
+
+def test_first():
+    print("checking")
+    first([])
+"""
+
+
+def test_an_index_error_points_at_the_subscript() -> None:
+    lines = _scores(INDEX, "IndexError: list index out of range")
+    assert lines[3] > lines.get(2, 0)
+
+
+OPERATOR = """def merge(login, extra):
+    total = len(login) + len(extra)
+    options = login | extra
+    return options, total
+
+
+def test_merge():
+    merge(None, {})
+"""
+
+
+def test_an_operand_error_points_at_the_operator_it_names() -> None:
+    lines = _scores(OPERATOR, "TypeError: unsupported operand type(s) for |: 'NoneType' and 'dict'")
+    assert lines[3] > lines.get(2, 0)
+    lines = _scores(OPERATOR, "TypeError: unsupported operand type(s) for +: 'int' and 'str'")
+    assert lines[2] > lines.get(3, 0)
+
+
+VIEWS = """def first_task(config):
+    names = config.keys()
+    first = config.keys()[0]
+    return names, first
+
+
+def test_tasks():
+    first_task({"a": 1})
+"""
+
+
+def test_a_view_that_cannot_be_indexed_points_at_where_it_is_indexed() -> None:
+    lines = _scores(VIEWS, "TypeError: 'dict_keys' object is not subscriptable")
+    assert lines[3] == 1.0
+    assert lines.get(2, 0) < lines[3]
+
+
+NONE_RESULT = """def setup(params, node):
+    zones = params.get("zones").split(",")
+    name = node.name.split(".")
+    return zones, name
+
+
+def test_setup():
+    setup({}, None)
+"""
+
+
+def test_an_attribute_of_a_call_s_result_that_was_none_comes_first() -> None:
+    lines = _scores(NONE_RESULT, "AttributeError: 'NoneType' object has no attribute 'split'")
+    assert lines[2] == 1.0
+    assert lines[3] < lines[2]
+
+
+FEWEST = """def report(log, error):
+    log.debug("starting %s", error)
+    log.debug("details: %s %s", error, 1)
+    log.debug(exc_info=True)
+"""
+
+
+def test_without_a_def_a_missing_argument_points_at_the_call_passing_fewest() -> None:
+    lines = _scores(FEWEST, "TypeError: LoggerAdapter.debug() missing 1 required positional argument: 'msg'")
+    assert lines[4] == 1.0
+    assert lines[2] < 1.0 and lines[3] < 1.0
+
+
+SCOPES = """import ssl
+
+
+def configure(node):
+    node.setup()
+
+
+def upload(files):
+    node.send(files)
+    return files
+
+
+def check(nodes):
+    for node in nodes:
+        print(node)
+"""
+
+
+def test_an_undefined_name_points_at_its_use_where_no_enclosing_scope_defines_it() -> None:
+    lines = _scores(SCOPES, "NameError: global name 'node' is not defined")
+    assert lines[9] == 1.0
+    assert lines.get(5, 0) < 1.0
+
+
+NONE_VALUES = """def hosts(config):
+    names = config["hosts"]
+    first = lookup(names)[0]
+    for host in find_all(names):
+        print(host)
+    return first
+"""
+
+
+def test_a_none_value_indexed_or_iterated_points_at_a_call_s_result_first() -> None:
+    lines = _scores(NONE_VALUES, "TypeError: 'NoneType' object is not subscriptable")
+    assert lines[3] == 1.0
+    assert lines.get(2, 0) < 1.0
+    lines = _scores(NONE_VALUES, "TypeError: 'NoneType' object is not iterable")
+    assert lines[4] == 1.0
+    assert lines.get(3, 0) < 1.0
+
+
+FRAMED = """def parse(lines):
+    total = int(lines[0])
+    count = int(lines[1])
+    return total, count
+
+
+def test_parse():
+    first = None
+    first.close()
+    parse(["1", "x"])
+"""
+
+
+def test_with_a_frame_a_none_value_s_read_is_no_raiser_evidence_the_fault_is_upstream() -> None:
+    lines = _scores(
+        FRAMED, "AttributeError: 'NoneType' object has no attribute 'close'", (9, "test_parse"), framed=True
+    )
+    assert lines.get(9, 0) < 0.9
+    assert lines[8] > lines.get(9, 0)  # where the None was bound
