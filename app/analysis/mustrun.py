@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import weakref
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from app.analysis.callsites import call_sites
@@ -27,6 +27,16 @@ MAX_STATEMENTS = 2000  # a function larger than this is left unknown (the cut te
 # a lambda's body): the callee is not followed
 _CONDITIONAL = re.compile(r"\b(if|and|or|lambda)\b")
 _YIELD = re.compile(r"\byield\b")
+
+
+def each_once(todo: list[Function]) -> Iterator[Function]:
+    """The functions of a work list, each once, last added first; the caller may add to ``todo``."""
+    seen: set[str] = set()
+    while todo:
+        f = todo.pop()
+        if f.fid not in seen:
+            seen.add(f.fid)
+            yield f
 
 
 def function_of_test(program: Program, test: str) -> Function | None:
@@ -121,12 +131,7 @@ def must_run(program: Program, test: str) -> frozenset[int]:
     module = [f for f in program.functions if f.kind == "module" and f.path == fn.path]
     out: set[int] = set()
     todo = [fn, *hooks, *module]
-    seen: set[str] = set()
-    while todo:
-        f = todo.pop()
-        if f.fid in seen:
-            continue
-        seen.add(f.fid)
+    for f in each_once(todo):
         chain = on_every_path(program, f)
         out |= chain
         exc = _graph(program, f).exc if chain else {}
@@ -228,12 +233,9 @@ def reached_files(program: Program, test: str) -> frozenset[str] | None:
             and (f.name in named or (cls and f.path == fn.path and f.qualname.rpartition(".")[0] == cls))
         ),
     ]
-    seen: set[str] = set()
-    while todo:
-        f = todo.pop()
-        if f.fid in seen:
-            continue
-        seen.add(f.fid)
+    reached: list[str] = []
+    for f in each_once(todo):
+        reached.append(f.fid)
         todo.extend(c for sid in f.statements for c in callees.get(sid, ()))
         todo.extend(g for g in program.functions if g.parent == f.fid)
-    return frozenset({fn.path, *(by_fid[fid].path for fid in seen)})
+    return frozenset({fn.path, *(by_fid[fid].path for fid in reached)})

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import hashlib
 import logging
 import secrets
 import time
@@ -22,6 +23,8 @@ from collections import Counter, OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from fastapi import HTTPException, Request
 
 log = logging.getLogger(__name__)
 
@@ -175,3 +178,24 @@ class Admission:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+def client_of(request: Request) -> str:
+    """Who sent the request, for per-client turns: its API key (a digest of it), else its address."""
+    key = request.headers.get("x-api-key") or ""
+    auth = request.headers.get("authorization") or ""
+    if not key and auth.lower().startswith("bearer "):
+        key = auth[7:].strip()
+    if key:
+        return "key:" + hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return "addr:" + (request.client.host if request.client is not None else "")
+
+
+def admit_request(turns: Admission, request: Request) -> str:
+    """The request's client counted in, or the HTTP error naming the limit it is past."""
+    client = client_of(request)
+    try:
+        turns.admit(client)
+    except Refused as exc:
+        raise HTTPException(exc.status, str(exc), headers={"Retry-After": "5"}) from None
+    return client

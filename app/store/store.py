@@ -228,12 +228,20 @@ class Store:
                 finally:
                     self._ambient.session = None
         except Exception as exc:
-            refused = storage_error(exc)
-            if refused is None or isinstance(exc, IntegrityError):
+            refused = self._refused(exc)
+            if refused is exc:
                 raise
-            self.write_failed(refused)
             raise refused from exc
         self._failed = None
+
+    def _refused(self, exc: Exception) -> Exception:
+        """What to raise for a failed write: ``StoreUnavailable`` for a database error (remembered
+        for ``health``), the error itself otherwise (an integrity error is the caller's)."""
+        refused = storage_error(exc)
+        if refused is None or isinstance(exc, IntegrityError):
+            return exc
+        self.write_failed(refused)
+        return refused
 
     def write_failed(self, exc: StoreUnavailable) -> None:
         """A write the database refused: ``health`` says so until a later write succeeds."""
@@ -297,10 +305,9 @@ class Store:
             with self.engine.begin() as conn:  # Core only: an ORM session would add much to this write
                 stored = record.record_triages(conn, items)
         except Exception as exc:
-            refused = storage_error(exc)
-            if refused is None or isinstance(exc, IntegrityError):
+            refused = self._refused(exc)
+            if refused is exc:
                 raise
-            self.write_failed(refused)
             raise refused from exc
         self._failed = None
         return stored

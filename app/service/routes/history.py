@@ -11,11 +11,11 @@ from fastapi import APIRouter, HTTPException, Path, Query, Request
 from app.history.records import RunRecord, parse_run
 from app.history.surface import spectrum_view
 from app.ingest.testkey import canonical_key
-from app.service.admission import Refused
+from app.service.admission import admit_request
 from app.service.deps import RuntimeDep
 from app.service.pool import PoolUnavailable
 from app.service.routes.batches import JSONL_TYPES, body_doc
-from app.service.routes.ingest import client_of, facts_warnings
+from app.service.routes.ingest import facts_warnings
 from app.service.routes.triage import ERRORS
 from app.settings import Settings
 from app.store.history import SIGNATURE_PAGE, HistoryStore, SignatureOrder, signature_runs, unstorable
@@ -81,11 +81,7 @@ async def create_runs(request: Request, runtime: RuntimeDep) -> dict[str, Any]:
     """Record CI runs, passes too (idempotent on job URL and test id): run_id, version_id, err_sig each."""
     media = request.headers.get("content-type", "").split(";")[0].strip().lower()
     turns = runtime.upload_turns()
-    client = client_of(request)
-    try:
-        turns.admit(client)
-    except Refused as exc:
-        raise HTTPException(exc.status, str(exc), headers={"Retry-After": "5"}) from None
+    client = admit_request(turns, request)
     try:
         body = await request.body()
         try:

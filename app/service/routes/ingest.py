@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-import hashlib
 import json
 import logging
 import shutil
@@ -43,7 +42,7 @@ from app.ingest.resolve import Checkout
 from app.launch import run_records
 from app.localize.result import TriageResult
 from app.options import TriageOptions, resolve_options
-from app.service.admission import Refused
+from app.service.admission import admit_request
 from app.service.dashboard.auth import KeyedRoute
 from app.service.dashboard.pages import render
 from app.service.deps import Runtime, RuntimeDep
@@ -171,11 +170,7 @@ async def ingest(
     out_format = _answer_format(format, request.headers.get("accept", ""))
     media = request.headers.get("content-type", "").split(";")[0].strip().lower()
     turns = runtime.upload_turns()
-    client = client_of(request)
-    try:
-        turns.admit(client)
-    except Refused as exc:
-        raise HTTPException(exc.status, str(exc), headers={"Retry-After": "5"}) from None
+    client = admit_request(turns, request)
     work = Path(tempfile.mkdtemp(prefix="tcfl-ingest-"))
     later = False
     try:
@@ -237,17 +232,6 @@ async def _in_background(runtime: Runtime, fields: dict[str, Any], work: Path) -
     if report.launch_id is not None:
         out["launch"] = f"/launches/{report.launch_id}"
     return out
-
-
-def client_of(request: Request) -> str:
-    """Who sent the request, for per-client turns: its API key (a digest of it), else its address."""
-    key = request.headers.get("x-api-key") or ""
-    auth = request.headers.get("authorization") or ""
-    if not key and auth.lower().startswith("bearer "):
-        key = auth[7:].strip()
-    if key:
-        return "key:" + hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:16]
-    return "addr:" + (request.client.host if request.client is not None else "")
 
 
 @router.get("/v1/ingests/pending/{token}", responses=ERRORS)
