@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from app.history.records import RunRecord, env_fingerprint
-from app.history.signatures import PastRun, Run, site_sig, verdict_of
+from app.history.signatures import Run, site_sig, verdict_of
 from app.ingest.job import Job
 from app.ingest.testkey import parse_test_id
 
@@ -188,7 +188,7 @@ def launch_of(
     started_at: datetime,
     records: Sequence[RunRecord],
     stored: Sequence[Mapping[str, Any]],
-    past: Mapping[str, Sequence[PastRun]],
+    past: Mapping[str, Sequence[Run]],
 ) -> Launch:
     """The launch of a recorded job: each test with its stored run, and each failure's history
     verdict from the runs before this job (``past``: canonical key -> runs, oldest first)."""
@@ -202,8 +202,11 @@ def launch_of(
         top = item.result.ranking[0] if item is not None and item.result and item.result.ranking else None
         history = None
         if failed:
-            current = PastRun(
-                Run(record.verdict, row.get("version_id") or "", env_fingerprint(record.env), sig),
+            current = Run(
+                record.verdict,
+                row.get("version_id") or "",
+                env_fingerprint(record.env),
+                sig,
                 job.commit,
                 job.job_url,
             )

@@ -7,7 +7,7 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 
 from app.ci import local_triager, triage_results
-from app.history.signatures import PastRun, Run
+from app.history.signatures import Run
 from app.ingest import read_results
 from app.ingest.job import Job, digest
 from app.ingest.resolve import Checkout
@@ -62,8 +62,8 @@ def test_a_failure_is_judged_by_the_runs_before_its_job(py_results: PytestRun) -
     sig = failing.err_sig
     past = {
         failing.key.key: [
-            PastRun(Run("fail", "v1", "", sig), "c1", "https://ci/1", 1),
-            PastRun(Run("pass", "v1", "", None), "c2", "https://ci/2", 2),
+            Run("fail", "v1", "", sig, "c1", "https://ci/1", 1),
+            Run("pass", "v1", "", None, "c2", "https://ci/2", 2),
         ]
     }
     launch = launch_of(report, job, T0, records, stored, past)

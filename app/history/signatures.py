@@ -158,6 +158,9 @@ class Run:
     version: str
     env: str = ""  # environment fingerprint
     err_sig: str | None = None
+    commit: str | None = None  # the commit and job it ran in, where CI said (the verdict names them)
+    job_url: str | None = None
+    launch_id: int | None = None
 
 
 def _failed(run: Run) -> bool:
@@ -266,31 +269,21 @@ def pairwise_f1(predicted: Mapping[Hashable, Hashable], truth: Mapping[Hashable,
     return 2 * tp / (2 * tp + fp + fn)
 
 
-@dataclass(frozen=True)
-class PastRun:
-    """A recorded run as the history verdict reads it, with the commit and job it came from."""
-
-    run: Run
-    commit: str | None = None
-    job_url: str | None = None
-    launch_id: int | None = None
-
-
-def verdict_of(history: Sequence[PastRun], current: PastRun) -> dict[str, Any]:
+def verdict_of(history: Sequence[Run], current: Run) -> dict[str, Any]:
     """What the history says about the failing ``current`` run, given the runs before it (oldest
     first): new / recurring / regression / flaky, and the first bad version as a script version
     and as the commit and job of the run that failed first (the last good one likewise)."""
-    runs = [p.run for p in history]
-    order = list(dict.fromkeys([*(r.version for r in runs), current.run.version]))
-    found = first_bad_version(runs, current.run, order)
-    every = [*history, current]
-    passes = [i for i, p in enumerate(every) if p.run.verdict == "pass"]
+    runs = list(history)
+    order = list(dict.fromkeys([*(r.version for r in runs), current.version]))
+    found = first_bad_version(runs, current, order)
+    every = [*runs, current]
+    passes = [i for i, r in enumerate(every) if r.verdict == "pass"]
     good = every[passes[-1]] if passes else None
     start = passes[-1] + 1 if passes else 0
-    bad = next((p for p in every[start:] if _failed(p.run) and p.run.err_sig == current.run.err_sig), current)
+    bad = next((r for r in every[start:] if _failed(r) and r.err_sig == current.err_sig), current)
     return {
-        "classification": classify(runs, current.run),
-        "flaky": is_flaky(runs, current.run),
+        "classification": classify(runs, current),
+        "flaky": is_flaky(runs, current),
         "first_bad_version": {
             "last_good": found.last_good,
             "first_bad": found.first_bad,

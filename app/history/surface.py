@@ -17,7 +17,7 @@ from typing import Any
 from app.analysis.model import Analysis, Loc
 from app.history.rank import HistoryRun, map_runs, run_traces, target_of
 from app.history.records import env_fingerprint
-from app.history.signatures import PastRun, Run, analysis_signature, verdict_of
+from app.history.signatures import Run, analysis_signature, verdict_of
 from app.history.spectrum import FORMULAS, scores, spectrum
 from app.history.versions import hunks, version_id
 
@@ -54,11 +54,11 @@ def history_section(
     files_of.setdefault(current_version, files)
     same = [h.env for h in history if version_id(h.files) == current_version and h.same_test]
     runs = [
-        PastRun(Run(h.verdict, version_id(h.files), h.env, h.err_sig), h.commit, h.job_url)
+        Run(h.verdict, version_id(h.files), h.env, h.err_sig, h.commit, h.job_url)
         for h in history
         if h.same_test
     ]
-    current = PastRun(Run("fail", current_version, same[-1] if same else env_fingerprint({}), signature))
+    current = Run("fail", current_version, same[-1] if same else env_fingerprint({}), signature)
     verdict = verdict_of(runs, current)
     found = verdict["first_bad_version"]
     changed: list[dict[str, Any]] = []

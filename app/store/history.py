@@ -46,7 +46,7 @@ from app.history.newlines import MAX_PASS_LOGS
 from app.history.packed import pack_trace, packable, unpack_trace
 from app.history.rank import HistoryRun, Values
 from app.history.records import Facts, RunRecord, env_fingerprint, scoped
-from app.history.signatures import PastRun, Run, verdict_of
+from app.history.signatures import Run, verdict_of
 from app.history.versions import content_hash, version_id
 from app.ingest.testkey import TestKey, canonical_key
 from app.store.store import Base, ScriptRow, Store, _aware, _iso, _pack, _unpack, utcnow
@@ -453,13 +453,10 @@ class HistoryStore:
                 .limit(limit)
             ).all()
         ordered = list(reversed(rows))
-        runs = [
-            PastRun(Run(r.verdict, r.version_id or "", r.env_fp, r.err_sig), r.commit, r.job_url)
-            for r in ordered
-        ]
+        runs = [Run(r.verdict, r.version_id or "", r.env_fp, r.err_sig, r.commit, r.job_url) for r in ordered]
         versions = list(dict.fromkeys(r.version_id for r in ordered if r.version_id))
         summary: dict[str, Any] = {"classification": None, "first_bad_version": None, "flaky": False}
-        fails = [i for i, r in enumerate(runs) if r.run.verdict in FAILING]
+        fails = [i for i, r in enumerate(runs) if r.verdict in FAILING]
         if fails:
             summary.update(verdict_of(runs[: fails[-1]], runs[fails[-1]]))
         return {

@@ -30,7 +30,7 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.history.signatures import PastRun, Run
+from app.history.signatures import Run
 from app.launch import Launch
 from app.store.history import RunRow, TestRow
 from app.store.ingests import CiRunRow
@@ -198,10 +198,10 @@ class LaunchStore:
                 raise
             return found
 
-    def past_runs(self, keys: Iterable[str], *, before: datetime) -> dict[str, list[PastRun]]:
+    def past_runs(self, keys: Iterable[str], *, before: datetime) -> dict[str, list[Run]]:
         """Each test's recorded runs that started before ``before`` (newest ``PAST_RUNS``), oldest
         first, with the commit, job and launch each came from."""
-        out: dict[str, list[PastRun]] = {}
+        out: dict[str, list[Run]] = {}
         with self.store._tx() as session:
             for key in sorted(set(keys)):
                 test_id = session.execute(select(TestRow.id).where(TestRow.key == key)).scalar_one_or_none()
@@ -223,12 +223,7 @@ class LaunchStore:
                     .limit(PAST_RUNS)
                 ).all()
                 out[key] = [
-                    PastRun(
-                        Run(r.verdict, r.version_id or "", r.env_fp, r.err_sig),
-                        r.commit,
-                        r.job_url,
-                        r.launch_id,
-                    )
+                    Run(r.verdict, r.version_id or "", r.env_fp, r.err_sig, r.commit, r.job_url, r.launch_id)
                     for r in reversed(rows)
                 ]
         return out
