@@ -121,5 +121,8 @@ def test_ci_server_figures_beside_the_trivial_endpoint(capsys: pytest.CaptureFix
     assert main(["--ci", "--ci-parts", "server", "--ci-requests", "30", "--json"]) == 0
     server = json.loads(capsys.readouterr().out)["ci"]["server"]
     for name in ("tcfl", "trivial"):
-        assert server[name]["ok"] == 30 and server[name]["server_main_cpu_ms_per_request"] > 0
+        assert server[name]["ok"] == 30 and server[name]["server_main_cpu_ms_per_request"] >= 0
+    # the process clock ticks in 10 ms steps: 30 trivial answers may all fall inside one tick, 30
+    # triages may not
+    assert server["tcfl"]["server_main_cpu_ms_per_request"] > 0
     assert server["throughput_x_trivial"] > 0
