@@ -18,7 +18,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from app.launch import Known, Label, failure_label, group_label
 from app.store.launches import LaunchTestRow
-from app.store.store import Base, Store, _iso, utcnow
+from app.store.store import Base, Store, _view, utcnow
 
 
 class LabelRow(Base):
@@ -52,20 +52,11 @@ def _label(row: LabelRow) -> Label:
     )
 
 
+_LABEL_VIEW = "id defect_type bug_url comment err_sig site failure_id auto origin_id created_at undone_at"
+
+
 def label_view(row: LabelRow) -> dict[str, Any]:
-    return {
-        "id": row.id,
-        "defect_type": row.defect_type,
-        "bug_url": row.bug_url,
-        "comment": row.comment,
-        "err_sig": row.err_sig,
-        "site": row.site,
-        "failure_id": row.failure_id,
-        "auto": row.auto,
-        "origin_id": row.origin_id,
-        "created_at": _iso(row.created_at),
-        "undone_at": _iso(row.undone_at),
-    }
+    return _view(row, _LABEL_VIEW)
 
 
 class LabelStore:

@@ -34,7 +34,7 @@ from app.history.signatures import Run
 from app.launch import Launch
 from app.store.history import RunRow, TestRow
 from app.store.ingests import CiRunRow
-from app.store.store import Base, Store, _iso, utcnow
+from app.store.store import Base, Store, _view, utcnow
 
 PAGE = 50
 PAST_RUNS = 200  # runs before a launch read per failing test (as a test's history page reads them)
@@ -93,39 +93,20 @@ class LaunchTestRow(Base):
     history: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
 
 
+_LAUNCH_VIEW = "id pipeline job_id job_url commit ci source format started_at ingest_id summary"
+
+
 def _launch_view(row: LaunchRow) -> dict[str, Any]:
-    return {
-        "id": row.id,
-        "pipeline": row.pipeline,
-        "job_id": row.job_id,
-        "job_url": row.job_url,
-        "commit": row.commit,
-        "ci": row.ci,
-        "source": row.source,
-        "format": row.format,
-        "started_at": _iso(row.started_at),
-        "ingest_id": row.ingest_id,
-        "summary": row.summary,
-    }
+    return _view(row, _LAUNCH_VIEW)
+
+
+_TEST_VIEW = (
+    "id key test_id verdict duration_s run_id err_sig site error triage_id problem top classification history"
+)
 
 
 def _test_view(row: LaunchTestRow) -> dict[str, Any]:
-    return {
-        "id": row.id,
-        "key": row.key,
-        "test_id": row.test_id,
-        "verdict": row.verdict,
-        "duration_s": row.duration_s,
-        "run_id": row.run_id,
-        "err_sig": row.err_sig,
-        "site": row.site,
-        "error": row.error,
-        "triage_id": row.triage_id,
-        "problem": row.problem,
-        "top": row.top,
-        "classification": row.classification,
-        "history": row.history,
-    }
+    return _view(row, _TEST_VIEW)
 
 
 class LaunchStore:

@@ -53,6 +53,13 @@ def _iso(value: datetime | None) -> str | None:
     return aware.isoformat() if aware else None
 
 
+def _view(row: Any, names: str) -> dict[str, Any]:
+    """A row's attributes ``names`` (space-separated, as ``namedtuple``'s field names) as a dict in
+    that order, datetimes as ISO text (``_iso``)."""
+    values = {name: getattr(row, name) for name in names.split()}
+    return {name: _iso(value) if isinstance(value, datetime) else value for name, value in values.items()}
+
+
 def _unpack(blob: bytes) -> str:
     return zlib.decompress(blob).decode("utf-8")
 
