@@ -12,6 +12,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
+from app.store.migrations.columns import blobs, ints, jsons, stamps, strings, texts
+
 revision: str = "0001"
 down_revision: str | None = None
 branch_labels: str | Sequence[str] | None = None
@@ -21,11 +23,11 @@ depends_on: str | Sequence[str] | None = None
 def upgrade() -> None:
     op.create_table(
         "batches",
-        sa.Column("id", sa.Integer(), nullable=False),
-        sa.Column("source", sa.String(length=16), nullable=False),
-        sa.Column("input_sha256", sa.String(length=64), nullable=True),
-        sa.Column("total", sa.Integer(), nullable=False),
-        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        *ints("id"),
+        *strings(source=16),
+        *strings(input_sha256=64, nullable=True),
+        *ints("total"),
+        *stamps("created_at"),
         sa.PrimaryKeyConstraint("id"),
     )
     with op.batch_alter_table("batches", schema=None) as batch_op:
@@ -33,25 +35,24 @@ def upgrade() -> None:
 
     op.create_table(
         "scripts",
-        sa.Column("id", sa.Integer(), nullable=False),
-        sa.Column("sha256", sa.String(length=64), nullable=False),
-        sa.Column("size", sa.Integer(), nullable=False),
-        sa.Column("content_z", sa.LargeBinary(), nullable=False),
-        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        *ints("id"),
+        *strings(sha256=64),
+        *ints("size"),
+        *blobs("content_z"),
+        *stamps("created_at"),
         sa.PrimaryKeyConstraint("id"),
         sa.UniqueConstraint("sha256"),
     )
     op.create_table(
         "triage_requests",
-        sa.Column("id", sa.Integer(), nullable=False),
-        sa.Column("test_id", sa.String(length=200), nullable=True),
-        sa.Column("status", sa.String(length=16), nullable=False),
-        sa.Column("options", sa.JSON(), nullable=False),
-        sa.Column("log_z", sa.LargeBinary(), nullable=False),
-        sa.Column("log_sha256", sa.String(length=64), nullable=False),
-        sa.Column("error", sa.Text(), nullable=True),
-        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+        *ints("id"),
+        *strings(test_id=200, nullable=True),
+        *strings(status=16),
+        *jsons("options"),
+        *blobs("log_z"),
+        *strings(log_sha256=64),
+        *texts("error"),
+        *stamps("created_at", "updated_at"),
         sa.PrimaryKeyConstraint("id"),
     )
     with op.batch_alter_table("triage_requests", schema=None) as batch_op:
@@ -60,17 +61,14 @@ def upgrade() -> None:
 
     op.create_table(
         "batch_items",
-        sa.Column("id", sa.Integer(), nullable=False),
-        sa.Column("batch_id", sa.Integer(), nullable=False),
-        sa.Column("idx", sa.Integer(), nullable=False),
-        sa.Column("request_id", sa.Integer(), nullable=False),
-        sa.Column("status", sa.String(length=16), nullable=False),
-        sa.Column("attempts", sa.Integer(), nullable=False),
-        sa.Column("locked_by", sa.String(length=200), nullable=True),
-        sa.Column("locked_at", sa.DateTime(timezone=True), nullable=True),
-        sa.Column("finished_by", sa.String(length=200), nullable=True),
-        sa.Column("error", sa.Text(), nullable=True),
-        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+        *ints("id", "batch_id", "idx", "request_id"),
+        *strings(status=16),
+        *ints("attempts"),
+        *strings(locked_by=200, nullable=True),
+        *stamps("locked_at", nullable=True),
+        *strings(finished_by=200, nullable=True),
+        *texts("error"),
+        *stamps("updated_at"),
         sa.ForeignKeyConstraint(
             ["batch_id"],
             ["batches.id"],
@@ -88,10 +86,8 @@ def upgrade() -> None:
 
     op.create_table(
         "request_scripts",
-        sa.Column("request_id", sa.Integer(), nullable=False),
-        sa.Column("position", sa.Integer(), nullable=False),
-        sa.Column("script_id", sa.Integer(), nullable=False),
-        sa.Column("path", sa.String(length=1024), nullable=False),
+        *ints("request_id", "position", "script_id"),
+        *strings(path=1024),
         sa.ForeignKeyConstraint(
             ["request_id"],
             ["triage_requests.id"],
@@ -107,11 +103,10 @@ def upgrade() -> None:
 
     op.create_table(
         "results",
-        sa.Column("id", sa.Integer(), nullable=False),
-        sa.Column("request_id", sa.Integer(), nullable=False),
-        sa.Column("batch_item_id", sa.Integer(), nullable=True),
-        sa.Column("data", sa.JSON(), nullable=False),
-        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        *ints("id", "request_id"),
+        *ints("batch_item_id", nullable=True),
+        *jsons("data"),
+        *stamps("created_at"),
         sa.ForeignKeyConstraint(
             ["batch_item_id"],
             ["batch_items.id"],
