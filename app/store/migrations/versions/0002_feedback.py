@@ -12,6 +12,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
+from app.store.migrations.columns import ints, stamps, strings
+
 revision: str = "0002_feedback"
 down_revision: str | None = "0001"
 branch_labels: str | Sequence[str] | None = None
@@ -21,11 +23,10 @@ depends_on: str | Sequence[str] | None = None
 def upgrade() -> None:
     op.create_table(
         "feedback",
-        sa.Column("id", sa.Integer(), nullable=False),
-        sa.Column("triage_id", sa.Integer(), nullable=False),
-        sa.Column("path", sa.String(length=1024), nullable=False),
-        sa.Column("line", sa.Integer(), nullable=False),
-        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        *ints("id", "triage_id"),
+        *strings(path=1024),
+        *ints("line"),
+        *stamps("created_at"),
         sa.ForeignKeyConstraint(["triage_id"], ["triage_requests.id"]),
         sa.PrimaryKeyConstraint("id"),
         sa.UniqueConstraint("triage_id", "path", "line", name="uq_feedback_triage_path_line"),

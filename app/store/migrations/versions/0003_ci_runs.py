@@ -12,6 +12,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
+from app.store.migrations.columns import ints, jsons, stamps, strings, texts
+
 revision: str = "0003_ci_runs"
 down_revision: str | None = "0002_feedback"
 branch_labels: str | Sequence[str] | None = None
@@ -21,24 +23,20 @@ depends_on: str | Sequence[str] | None = None
 def upgrade() -> None:
     op.create_table(
         "ci_runs",
-        sa.Column("id", sa.Integer(), nullable=False),
-        sa.Column("format", sa.String(length=64), nullable=False),
-        sa.Column("source", sa.String(length=255), nullable=True),
-        sa.Column("summary", sa.JSON(), nullable=False),
-        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        *ints("id"),
+        *strings(format=64),
+        *strings(source=255, nullable=True),
+        *jsons("summary"),
+        *stamps("created_at"),
         sa.PrimaryKeyConstraint("id"),
     )
     op.create_table(
         "ci_run_tests",
-        sa.Column("id", sa.Integer(), nullable=False),
-        sa.Column("run_id", sa.Integer(), nullable=False),
-        sa.Column("idx", sa.Integer(), nullable=False),
-        sa.Column("test_id", sa.String(length=1024), nullable=False),
-        sa.Column("verdict", sa.String(length=16), nullable=False),
-        sa.Column("signature", sa.String(length=40), nullable=False),
-        sa.Column("triage_id", sa.Integer(), nullable=True),
-        sa.Column("problem", sa.Text(), nullable=True),
-        sa.Column("data", sa.JSON(), nullable=False),
+        *ints("id", "run_id", "idx"),
+        *strings(test_id=1024, verdict=16, signature=40),
+        *ints("triage_id", nullable=True),
+        *texts("problem"),
+        *jsons("data"),
         sa.ForeignKeyConstraint(["run_id"], ["ci_runs.id"]),
         sa.ForeignKeyConstraint(["triage_id"], ["triage_requests.id"]),
         sa.PrimaryKeyConstraint("id"),

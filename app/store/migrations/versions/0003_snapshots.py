@@ -15,6 +15,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
+from app.store.migrations.columns import blobs, ints, jsons, stamps, strings, texts
+
 revision: str = "0003_snapshots"
 down_revision: str | None = "0004_history"
 branch_labels: str | Sequence[str] | None = None
@@ -26,15 +28,14 @@ BACKFILL_BATCH = 500
 def upgrade() -> None:
     op.create_table(
         "analysis_snapshots",
-        sa.Column("request_id", sa.Integer(), nullable=False),
-        sa.Column("version", sa.Integer(), nullable=True),
-        sa.Column("summary_z", sa.LargeBinary(), nullable=True),
-        sa.Column("signature", sa.String(length=40), nullable=False),
-        sa.Column("error_text", sa.Text(), nullable=True),
-        sa.Column("ranker", sa.String(length=16), nullable=True),
-        sa.Column("top_path", sa.String(length=1024), nullable=True),
-        sa.Column("log_lines", sa.Integer(), nullable=False),
-        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        *ints("request_id"),
+        *ints("version", nullable=True),
+        *blobs("summary_z", nullable=True),
+        *strings(signature=40),
+        *texts("error_text"),
+        *strings(ranker=16, top_path=1024, nullable=True),
+        *ints("log_lines"),
+        *stamps("created_at"),
         sa.ForeignKeyConstraint(["request_id"], ["triage_requests.id"]),
         sa.PrimaryKeyConstraint("request_id"),
     )
@@ -43,12 +44,9 @@ def upgrade() -> None:
         batch_op.create_index(batch_op.f("ix_analysis_snapshots_ranker"), ["ranker"], unique=False)
     op.create_table(
         "log_chunks",
-        sa.Column("request_id", sa.Integer(), nullable=False),
-        sa.Column("chunk", sa.Integer(), nullable=False),
-        sa.Column("first_line", sa.Integer(), nullable=False),
-        sa.Column("line_count", sa.Integer(), nullable=False),
-        sa.Column("text_z", sa.LargeBinary(), nullable=False),
-        sa.Column("marks", sa.JSON(), nullable=False),
+        *ints("request_id", "chunk", "first_line", "line_count"),
+        *blobs("text_z"),
+        *jsons("marks"),
         sa.ForeignKeyConstraint(["request_id"], ["triage_requests.id"]),
         sa.PrimaryKeyConstraint("request_id", "chunk"),
     )

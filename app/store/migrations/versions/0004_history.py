@@ -12,6 +12,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
+from app.store.migrations.columns import blobs, ints, jsons, stamps, strings
+
 revision: str = "0004_history"
 down_revision: str | None = "0003_ci_runs"
 branch_labels: str | Sequence[str] | None = None
@@ -21,42 +23,34 @@ depends_on: str | Sequence[str] | None = None
 def upgrade() -> None:
     op.create_table(
         "tests",
-        sa.Column("id", sa.Integer(), nullable=False),
-        sa.Column("key", sa.String(length=1100), nullable=False),
-        sa.Column("suite", sa.String(length=200), nullable=False),
-        sa.Column("path", sa.String(length=1024), nullable=False),
-        sa.Column("base_id", sa.String(length=1024), nullable=False),
-        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        *ints("id"),
+        *strings(key=1100, suite=200, path=1024, base_id=1024),
+        *stamps("created_at"),
         sa.PrimaryKeyConstraint("id"),
         sa.UniqueConstraint("key", name="uq_tests_key"),
     )
     op.create_table(
         "versions",
-        sa.Column("id", sa.String(length=16), nullable=False),
-        sa.Column("files", sa.JSON(), nullable=False),
-        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        *strings(id=16),
+        *jsons("files"),
+        *stamps("created_at"),
         sa.PrimaryKeyConstraint("id"),
     )
     op.create_table(
         "runs",
-        sa.Column("id", sa.Integer(), nullable=False),
-        sa.Column("identity", sa.String(length=64), nullable=False),
-        sa.Column("test_id", sa.Integer(), nullable=False),
-        sa.Column("version_id", sa.String(length=16), nullable=True),
-        sa.Column("external_id", sa.String(length=1000), nullable=False),
-        sa.Column("params", sa.String(length=1000), nullable=False),
-        sa.Column("verdict", sa.String(length=8), nullable=False),
-        sa.Column("started_at", sa.DateTime(timezone=True), nullable=False),
-        sa.Column("env", sa.JSON(), nullable=False),
-        sa.Column("env_fp", sa.String(length=12), nullable=False),
-        sa.Column("pipeline", sa.String(length=200), nullable=True),
-        sa.Column("job_url", sa.String(length=2000), nullable=True),
-        sa.Column("commit", sa.String(length=64), nullable=True),
-        sa.Column("log_z", sa.LargeBinary(), nullable=True),
-        sa.Column("err_sig", sa.String(length=40), nullable=True),
-        sa.Column("error_message", sa.String(length=2000), nullable=True),
-        sa.Column("trace", sa.JSON(), nullable=True),
-        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        *ints("id"),
+        *strings(identity=64),
+        *ints("test_id"),
+        *strings(version_id=16, nullable=True),
+        *strings(external_id=1000, params=1000, verdict=8),
+        *stamps("started_at"),
+        *jsons("env"),
+        *strings(env_fp=12),
+        *strings(pipeline=200, job_url=2000, commit=64, nullable=True),
+        *blobs("log_z", nullable=True),
+        *strings(err_sig=40, error_message=2000, nullable=True),
+        *jsons("trace", nullable=True),
+        *stamps("created_at"),
         sa.ForeignKeyConstraint(["test_id"], ["tests.id"]),
         sa.ForeignKeyConstraint(["version_id"], ["versions.id"]),
         sa.PrimaryKeyConstraint("id"),

@@ -19,6 +19,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
+from app.store.migrations.columns import ints, jsons, stamps, strings, texts
+
 revision: str = "0009_launches_labels"
 down_revision: str | None = "0008_one_id"
 branch_labels: str | Sequence[str] | None = None
@@ -28,19 +30,14 @@ depends_on: str | Sequence[str] | None = None
 def upgrade() -> None:
     op.create_table(
         "launches",
-        sa.Column("id", sa.Integer(), nullable=False),
-        sa.Column("identity", sa.String(length=64), nullable=False),
-        sa.Column("pipeline", sa.String(length=1000), nullable=True),
-        sa.Column("job_id", sa.String(length=1000), nullable=True),
-        sa.Column("job_url", sa.String(length=2000), nullable=True),
-        sa.Column("commit", sa.String(length=64), nullable=True),
-        sa.Column("ci", sa.String(length=16), nullable=True),
-        sa.Column("source", sa.String(length=255), nullable=True),
-        sa.Column("format", sa.String(length=64), nullable=False),
-        sa.Column("started_at", sa.DateTime(timezone=True), nullable=False),
-        sa.Column("summary", sa.JSON(), nullable=False),
-        sa.Column("ingest_id", sa.Integer(), nullable=True),
-        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        *ints("id"),
+        *strings(identity=64),
+        *strings(pipeline=1000, job_id=1000, job_url=2000, commit=64, ci=16, source=255, nullable=True),
+        *strings(format=64),
+        *stamps("started_at"),
+        *jsons("summary"),
+        *ints("ingest_id", nullable=True),
+        *stamps("created_at"),
         sa.ForeignKeyConstraint(["ingest_id"], ["ci_runs.id"]),
         sa.PrimaryKeyConstraint("id"),
         sa.UniqueConstraint("identity", name="uq_launches_identity"),
@@ -49,21 +46,15 @@ def upgrade() -> None:
     op.create_index("ix_launches_started", "launches", ["started_at", "id"])
     op.create_table(
         "launch_tests",
-        sa.Column("id", sa.Integer(), nullable=False),
-        sa.Column("launch_id", sa.Integer(), nullable=False),
-        sa.Column("idx", sa.Integer(), nullable=False),
-        sa.Column("key", sa.String(length=1100), nullable=False),
-        sa.Column("test_id", sa.String(length=1000), nullable=False),
-        sa.Column("verdict", sa.String(length=8), nullable=False),
+        *ints("id", "launch_id", "idx"),
+        *strings(key=1100, test_id=1000, verdict=8),
         sa.Column("duration_s", sa.Float(), nullable=True),
-        sa.Column("run_id", sa.Integer(), nullable=True),
-        sa.Column("err_sig", sa.String(length=40), nullable=True),
-        sa.Column("site", sa.String(length=40), nullable=True),
-        sa.Column("error", sa.Text(), nullable=True),
-        sa.Column("triage_id", sa.Integer(), nullable=True),
-        sa.Column("problem", sa.Text(), nullable=True),
-        sa.Column("top", sa.String(length=1100), nullable=True),
-        sa.Column("classification", sa.String(length=16), nullable=True),
+        *ints("run_id", nullable=True),
+        *strings(err_sig=40, site=40, nullable=True),
+        *texts("error"),
+        *ints("triage_id", nullable=True),
+        *texts("problem"),
+        *strings(top=1100, classification=16, nullable=True),
         sa.Column("history", sa.JSON(none_as_null=True), nullable=True),
         sa.ForeignKeyConstraint(["launch_id"], ["launches.id"]),
         sa.PrimaryKeyConstraint("id"),
@@ -74,17 +65,16 @@ def upgrade() -> None:
     op.create_index("ix_launch_tests_triage_id", "launch_tests", ["triage_id"])
     op.create_table(
         "labels",
-        sa.Column("id", sa.Integer(), nullable=False),
-        sa.Column("err_sig", sa.String(length=40), nullable=True),
-        sa.Column("site", sa.String(length=40), nullable=True),
-        sa.Column("failure_id", sa.Integer(), nullable=True),
-        sa.Column("defect_type", sa.String(length=64), nullable=False),
-        sa.Column("bug_url", sa.String(length=2000), nullable=True),
-        sa.Column("comment", sa.Text(), nullable=True),
+        *ints("id"),
+        *strings(err_sig=40, site=40, nullable=True),
+        *ints("failure_id", nullable=True),
+        *strings(defect_type=64),
+        *strings(bug_url=2000, nullable=True),
+        *texts("comment"),
         sa.Column("auto", sa.Boolean(), nullable=False),
-        sa.Column("origin_id", sa.Integer(), nullable=True),
-        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
-        sa.Column("undone_at", sa.DateTime(timezone=True), nullable=True),
+        *ints("origin_id", nullable=True),
+        *stamps("created_at"),
+        *stamps("undone_at", nullable=True),
         sa.ForeignKeyConstraint(["failure_id"], ["launch_tests.id"]),
         sa.ForeignKeyConstraint(["origin_id"], ["labels.id"]),
         sa.PrimaryKeyConstraint("id"),
