@@ -49,7 +49,7 @@ from app.history.records import Facts, RunRecord, env_fingerprint, scoped
 from app.history.signatures import Run, verdict_of
 from app.history.versions import content_hash, version_id
 from app.ingest.testkey import TestKey, canonical_key
-from app.store.store import Base, ScriptRow, Store, _aware, _iso, _pack, _unpack, utcnow
+from app.store.store import Base, ScriptRow, Store, _aware, _iso, _pack, _unpack, utcnow, values_by
 
 RETENTION_DAYS = 180
 RETENTION_RUNS = 500
@@ -320,13 +320,7 @@ class HistoryStore:
                 part = rows[start : start + CHUNK]
                 # one executemany (Core, no RETURNING: that is a statement a row on SQLite), then the ids
                 session.execute(RunRow.__table__.insert(), part)
-                ids = dict(
-                    session.execute(
-                        select(RunRow.identity, RunRow.id).where(
-                            RunRow.identity.in_([r["identity"] for r in part])
-                        )
-                    ).all()
-                )
+                ids = values_by(session, RunRow.identity, RunRow.id, [r["identity"] for r in part])
                 for row in part:
                     created[row["identity"]] = {
                         "run_id": ids[row["identity"]],
@@ -372,11 +366,7 @@ class HistoryStore:
         for start in range(0, len(missing), CHUNK):
             part = missing[start : start + CHUNK]
             session.execute(TestRow.__table__.insert(), part)
-            ids = dict(
-                session.execute(
-                    select(TestRow.key, TestRow.id).where(TestRow.key.in_([r["key"] for r in part]))
-                ).all()
-            )
+            ids = values_by(session, TestRow.key, TestRow.id, [r["key"] for r in part])
             for row in part:
                 found[row["key"]] = (ids[row["key"]], row["last_run_at"])
         return found

@@ -19,7 +19,7 @@ from typing import Any
 
 from sqlalchemy import Engine, func, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import DeclarativeBase, Mapped, Session, relationship, sessionmaker
+from sqlalchemy.orm import DeclarativeBase, Mapped, QueryableAttribute, Session, relationship, sessionmaker
 
 from app.analysis.model import Script
 from app.store import record, tables
@@ -58,6 +58,13 @@ def _view(row: Any, names: str) -> dict[str, Any]:
     that order, datetimes as ISO text (``_iso``)."""
     values = {name: getattr(row, name) for name in names.split()}
     return {name: _iso(value) if isinstance(value, datetime) else value for name, value in values.items()}
+
+
+def values_by(
+    session: Session, key: QueryableAttribute[Any], value: QueryableAttribute[Any], keys: list[Any]
+) -> dict[Any, Any]:
+    """``{key: value}`` of the rows whose ``key`` is one of ``keys``, in one ``IN`` query."""
+    return dict(session.execute(select(key, value).where(key.in_(keys))).all())
 
 
 def _unpack(blob: bytes) -> str:
@@ -227,13 +234,19 @@ class Store:
         remembered for ``health``); others pass through, after the rollback."""
         if getattr(self._ambient, "session", None) is not None:
             raise RuntimeError("transactions do not nest")
+        with self._writing(), self._sessions() as session, session.begin():
+            self._ambient.session = session
+            try:
+                yield session
+            finally:
+                self._ambient.session = None
+
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """A write: its database error is raised as ``StoreUnavailable`` (``_refused``); its success
+        clears the failure ``health`` remembers."""
         try:
-            with self._sessions() as session, session.begin():
-                self._ambient.session = session
-                try:
-                    yield session
-                finally:
-                    self._ambient.session = None
+            yield
         except Exception as exc:
             refused = self._refused(exc)
             if refused is exc:
@@ -308,16 +321,9 @@ class Store:
         outer = getattr(self._ambient, "session", None)
         if outer is not None:
             return record.record_triages(outer.connection(), items)
-        try:
-            with self.engine.begin() as conn:  # Core only: an ORM session would add much to this write
-                stored = record.record_triages(conn, items)
-        except Exception as exc:
-            refused = self._refused(exc)
-            if refused is exc:
-                raise
-            raise refused from exc
-        self._failed = None
-        return stored
+        # Core only: an ORM session would add much to this write
+        with self._writing(), self.engine.begin() as conn:
+            return record.record_triages(conn, items)
 
     def record_failure(self, case: Submission, error: str) -> int:
         """Store a synchronous triage that failed (its input kept for a look), in one transaction."""

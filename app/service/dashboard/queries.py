@@ -13,7 +13,15 @@ from sqlalchemy.orm import Session
 from app.ingest.testkey import canonical_key
 from app.service.views import triage_summary
 from app.store.snapshots import SnapshotRow
-from app.store.store import Page, RequestScriptRow, ResultRow, TriageRequestRow, _iso, stored_triage
+from app.store.store import (
+    Page,
+    RequestScriptRow,
+    ResultRow,
+    TriageRequestRow,
+    _iso,
+    stored_triage,
+    values_by,
+)
 
 ERROR_PREVIEW_CHARS = 240
 
@@ -137,12 +145,8 @@ def search(engine: Engine, filters: Filters, *, limit: int, cursor: int | None) 
     with Session(engine) as session, session.begin():
         rows = session.scalars(_filtered(query, filters).limit(limit + 1)).all()
         items = [triage_summary(stored_triage(r, None)) for r in rows[:limit]]
-        signatures = dict(
-            session.execute(
-                select(SnapshotRow.request_id, SnapshotRow.signature).where(
-                    SnapshotRow.request_id.in_([i["id"] for i in items])
-                )
-            ).all()
+        signatures = values_by(
+            session, SnapshotRow.request_id, SnapshotRow.signature, [i["id"] for i in items]
         )
     for item in items:
         item["signature"] = signatures.get(item["id"])
