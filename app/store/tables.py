@@ -24,6 +24,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
 )
+from sqlalchemy.schema import SchemaItem
 
 
 def utcnow() -> datetime:
@@ -37,20 +38,21 @@ def _stamp(name: str) -> Column[datetime]:
     return Column(name, DateTime(timezone=True), nullable=False, default=utcnow)
 
 
-scripts = Table(
+def _table(name: str, *items: SchemaItem) -> Table:
+    """A table of ``metadata`` with an integer key ``id`` first."""
+    return Table(name, metadata, Column("id", Integer, primary_key=True), *items)
+
+
+scripts = _table(
     "scripts",
-    metadata,
-    Column("id", Integer, primary_key=True),
     Column("sha256", String(64), nullable=False, unique=True),
     Column("size", Integer, nullable=False),
     Column("content_z", LargeBinary, nullable=False),
     _stamp("created_at"),
 )
 
-triage_requests = Table(
+triage_requests = _table(
     "triage_requests",
-    metadata,
-    Column("id", Integer, primary_key=True),
     Column("test_id", String(200)),
     Column("status", String(16), nullable=False, index=True),
     Column("options", JSON, nullable=False),
@@ -71,30 +73,24 @@ request_scripts = Table(
     Column("path", String(1024), nullable=False),
 )
 
-results = Table(
+results = _table(
     "results",
-    metadata,
-    Column("id", Integer, primary_key=True),
     Column("request_id", ForeignKey("triage_requests.id"), nullable=False, unique=True),
     Column("batch_item_id", ForeignKey("batch_items.id"), unique=True),
     Column("data", JSON, nullable=False),
     _stamp("created_at"),
 )
 
-batches = Table(
+batches = _table(
     "batches",
-    metadata,
-    Column("id", Integer, primary_key=True),
     Column("source", String(16), nullable=False),
     Column("input_sha256", String(64), index=True),
     Column("total", Integer, nullable=False),
     _stamp("created_at"),
 )
 
-batch_items = Table(
+batch_items = _table(
     "batch_items",
-    metadata,
-    Column("id", Integer, primary_key=True),
     Column("batch_id", ForeignKey("batches.id"), nullable=False),
     Column("idx", Integer, nullable=False),
     Column("request_id", ForeignKey("triage_requests.id"), nullable=False, unique=True),
