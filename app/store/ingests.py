@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import JSON, DateTime, Engine, ForeignKey, Integer, String, Text, UniqueConstraint, select
 from sqlalchemy.orm import Mapped, Session, mapped_column, sessionmaker
 
-from app.store.store import Base, utcnow
+from app.store.store import Base, _view, utcnow
 
 
 class CiRunRow(Base):
@@ -67,14 +67,8 @@ class CiRunStore:
             rows = session.scalars(
                 select(CiRunTestRow).where(CiRunTestRow.run_id == run_id).order_by(CiRunTestRow.idx)
             ).all()
-            created = (
-                run.created_at if run.created_at.tzinfo else run.created_at.replace(tzinfo=utcnow().tzinfo)
-            )
             return {
-                "id": run.id,
-                "format": run.format,
-                "source": run.source,
-                "created_at": created.isoformat(),
+                **_view(run, "id format source created_at"),
                 **run.summary,
                 "tests": [dict(row.data, triage_id=row.triage_id, problem=row.problem) for row in rows],
             }
