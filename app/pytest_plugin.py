@@ -19,6 +19,15 @@ from typing import Any
 import pytest
 
 SUMMARY_ITEMS = 3
+# the options that name the CI job (``app.ingest.job``; kept here: loading the plugin imports no
+# other module of tcfl): field, metavar, help
+JOB_OPTIONS: tuple[tuple[str, str, str], ...] = (
+    ("job_url", "URL", "the CI job's URL (default: from the CI's environment)"),
+    ("commit", "SHA", "the commit tested (default: from the CI's environment)"),
+    ("pipeline", "NAME", "the pipeline the job belongs to"),
+    ("job_id", "ID", "the job's id in its pipeline"),
+    ("started_at", "TIME", "when the job started, ISO 8601 (default: the session's start)"),
+)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -40,19 +49,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="record the session as a CI job (every test's run, passes too) in this database, and "
         "rank each failure with its test's runs recorded before",
     )
-    group.addoption(
-        "--tcfl-job-url", metavar="URL", help="the CI job's URL (default: from the CI's environment)"
-    )
-    group.addoption(
-        "--tcfl-commit", metavar="SHA", help="the commit tested (default: from the CI's environment)"
-    )
-    group.addoption("--tcfl-pipeline", metavar="NAME", help="the pipeline the job belongs to")
-    group.addoption("--tcfl-job-id", metavar="ID", help="the job's id in its pipeline")
-    group.addoption(
-        "--tcfl-started-at",
-        metavar="TIME",
-        help="when the job started, ISO 8601 (default: the session's start)",
-    )
+    for name, metavar, text in JOB_OPTIONS:
+        group.addoption(f"--tcfl-{name.replace('_', '-')}", metavar=metavar, help=text)
     group.addoption(
         "--tcfl-no-ci-env",
         action="store_true",
@@ -132,15 +130,8 @@ class TriageAtEnd:
         opt = self.config.getoption
         base = Job() if opt("tcfl_no_ci_env") else from_env(os.environ)
         body = json.dumps([[r.test_id, r.verdict, r.log] for r in runs]).encode("utf-8")
-        return base.given(
-            job_url=opt("tcfl_job_url"),
-            commit=opt("tcfl_commit"),
-            pipeline=opt("tcfl_pipeline"),
-            job_id=opt("tcfl_job_id"),
-            started_at=opt("tcfl_started_at"),
-            digest=digest(body),
-            source="pytest session",
-        )
+        given = {name: opt(f"tcfl_{name}") for name, _, _ in JOB_OPTIONS}
+        return base.given(**given, digest=digest(body), source="pytest session")
 
     def _triage(self) -> Any:
         from dataclasses import replace

@@ -9,7 +9,16 @@ import pytest
 
 import app.ci
 import app.emit
-import app.store.jobs  # noqa: F401  (the mapped tables, declared once: --tcfl-db records a session)
+import app.service.dashboard.feedback
+
+# every mapped table, declared once: --tcfl-db records a session
+import app.store.history
+import app.store.ingests
+import app.store.jobs
+import app.store.labels
+import app.store.launches
+import app.store.snapshots
+import app.store.tables  # noqa: F401
 from tests.ci_tools import SUITE
 
 # The plugin imports tcfl's analysis lazily, inside the session. pytester's in-process runs drop

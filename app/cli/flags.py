@@ -48,27 +48,26 @@ def flag_of(name: str) -> str:
 MODEL_ONLY: tuple[str, ...] = tuple(n for n, f in _FIELDS.items() if f.metadata.get("model_only"))
 
 
-JOB_FLAGS = ("job_url", "commit", "pipeline", "job_id", "started_at")
+# the flags that name the CI job (``app.ingest.job``): field, metavar, help
+JOB_FIELDS: tuple[tuple[str, str, str], ...] = (
+    ("job_url", "URL", "the CI job's URL (default: from the CI's environment)"),
+    ("commit", "SHA", "the commit the job tested (default: from the CI's environment)"),
+    ("pipeline", "NAME", "the pipeline (project, workflow) the job belongs to"),
+    ("job_id", "ID", "the job's id in its pipeline"),
+    (
+        "started_at",
+        "TIME",
+        "when the job started, ISO 8601 (default: the CI's, else the results file's, else now)",
+    ),
+)
+JOB_FLAGS = tuple(name for name, _, _ in JOB_FIELDS)
 
 
 def add_job_flags(parser: argparse.ArgumentParser) -> None:
-    """The flags that name the CI job (``app.ingest.job``), as ``tcfl ci`` and ``tcfl ingest`` take
-    them; GitHub Actions', GitLab CI's and Jenkins' environment variables fill in what is not given."""
-    parser.add_argument(
-        "--job-url", metavar="URL", help="the CI job's URL (default: from the CI's environment)"
-    )
-    parser.add_argument(
-        "--commit", metavar="SHA", help="the commit the job tested (default: from the CI's environment)"
-    )
-    parser.add_argument(
-        "--pipeline", metavar="NAME", help="the pipeline (project, workflow) the job belongs to"
-    )
-    parser.add_argument("--job-id", metavar="ID", help="the job's id in its pipeline")
-    parser.add_argument(
-        "--started-at",
-        metavar="TIME",
-        help="when the job started, ISO 8601 (default: the CI's, else the results file's, else now)",
-    )
+    """The flags that name the CI job, as ``tcfl ci`` and ``tcfl ingest`` take them; GitHub
+    Actions', GitLab CI's and Jenkins' environment variables fill in what is not given."""
+    for name, metavar, text in JOB_FIELDS:
+        parser.add_argument(f"--{name.replace('_', '-')}", metavar=metavar, help=text)
     parser.add_argument(
         "--no-ci-env", action="store_true", help="do not read the CI's environment variables for the job"
     )
