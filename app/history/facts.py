@@ -1,6 +1,6 @@
 """What the CI history keeps of a run besides the record itself: its facts (pure, no I/O).
 
-A run's facts are its err_sig, error message, estimated trace and printed values (DESIGN 8.1):
+A run's facts are its err_sig, error message, estimated trace and printed values (docs/design.md §8.1):
 computed once when the run is recorded, so spectra need no re-analysis. ``run_facts`` is the one
 computation; ``batch_facts`` runs it over many records at once, as the service's analysis pool
 does for a whole upload: one parse per script version, each version's scope and each test's

@@ -1,4 +1,4 @@
-"""Failure signatures and what the history says about a failure (DESIGN 8.3).
+"""Failure signatures and what the history says about a failure (docs/design.md §8.3).
 
 The one signature scheme of the product. A failure's id is its error signature, ``err_sig``
 (40 hex digits): the exception type, its message with run-specific tokens masked (``mask``), and

@@ -36,7 +36,7 @@ class TestRun:
     duration_s: float | None = None
     script_paths: tuple[str, ...] = ()  # script paths the results name for this test (as printed)
     suite: str = ""  # the tool: pytest, avocado, subunit, junit, unittest, ...
-    params: str | None = None  # [param] / ;variant, moved off the id (DESIGN 8.1)
+    params: str | None = None  # [param] / ;variant, moved off the id (docs/design.md §8.1)
     warnings: tuple[str, ...] = ()
 
     @property

@@ -1,4 +1,4 @@
-"""CI history in the store: tests, content-addressed script versions, runs (DESIGN 8.1).
+"""CI history in the store: tests, content-addressed script versions, runs (docs/design.md §8.1).
 
 Passing runs are first-class. Ingestion is idempotent: a record re-sent (same job URL and test
 id, or the same content when there is no job URL) returns the run already stored. Each failing
