@@ -95,18 +95,25 @@ def free_port() -> int:
 
 
 @contextmanager
-def server(workers: int, cpu_s: float, memory_mb: int) -> Iterator[tuple[str, int]]:
+def server(
+    workers: int,
+    env_extra: dict[str, str] | None = None,
+    args_extra: tuple[str, ...] = (),
+    prefix: str = "hostilebench-",
+    stop_s: float = 20,
+) -> Iterator[tuple[str, int]]:
+    """``tcfl serve`` on a free loopback port with a temporary SQLite file and ``workers`` analysis
+    workers (and the given settings and flags): its URL and process id."""
     port = free_port()
-    with tempfile.TemporaryDirectory(prefix="hostilebench-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
         env = {k: v for k, v in os.environ.items() if not k.startswith("TCFL_")}
         env.update(
             TCFL_DATABASE_URL=f"sqlite:///{Path(tmp) / 'bench.db'}",
             TCFL_ANALYSIS_WORKERS=str(workers),
-            TCFL_ANALYSIS_CPU_S=str(cpu_s),
-            TCFL_ANALYSIS_MEMORY_BYTES=str(memory_mb * 1024 * 1024),
+            **(env_extra or {}),
         )
         command = [sys.executable, "-c", "import sys; from app.cli import main; sys.exit(main())"]
-        args = ["serve", "--port", str(port), "--workers-off", "--log-level", "error"]
+        args = ["serve", "--port", str(port), *args_extra, "--log-level", "error"]
         proc = subprocess.Popen([*command, *args], cwd=tmp, env=env)
         url = f"http://127.0.0.1:{port}"
         try:
@@ -123,7 +130,7 @@ def server(workers: int, cpu_s: float, memory_mb: int) -> Iterator[tuple[str, in
         finally:
             proc.send_signal(signal.SIGTERM)
             try:
-                proc.wait(timeout=20)
+                proc.wait(timeout=stop_s)
             except subprocess.TimeoutExpired:
                 proc.kill()
 
@@ -310,7 +317,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown classes {unknown}; known: {', '.join(CLASSES)}")
     workers = args.workers or len(os.sched_getaffinity(0))
     rows: list[dict[str, Any]] = []
-    with server(workers, args.cpu_s, args.memory_mb) as (url, pid):
+    limits = {
+        "TCFL_ANALYSIS_CPU_S": str(args.cpu_s),
+        "TCFL_ANALYSIS_MEMORY_BYTES": str(args.memory_mb * 1024 * 1024),
+    }
+    with server(workers, limits, ("--workers-off",)) as (url, pid):
         for name in names:
             rows.append(run_class(url, pid, name, args.timeout))
             if not args.json:

@@ -30,7 +30,6 @@ import io
 import json
 import os
 import random
-import signal
 import subprocess
 import sys
 import tarfile
@@ -38,8 +37,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +46,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import contextlib
 
-from hostilebench import Watch, _tree, elif_chain, free_port, nested, percentile
+from hostilebench import Watch, _tree, elif_chain, nested, percentile, server
 
 REPO = Path(__file__).resolve().parents[1]
 FORMATS = ("junit", "reportlog", "subunit", "avocado")
@@ -640,7 +638,8 @@ def main(argv: list[str] | None = None) -> int:
         results["symlink"] = symlink()
         print("symlink", json.dumps(results["symlink"]), flush=True)
     if set(phases) - {"symlink"}:
-        with server(args.workers) as (url, pid):
+        # its batch worker on (batch items are analysed in the same pool), the limits at their defaults
+        with server(args.workers, prefix="ingestbench-", stop_s=30) as (url, pid):
             for phase in phases:
                 if phase == "fuzz":
                     results[phase] = fuzz(url, pid, args.uploads, args.seed)
@@ -656,39 +655,6 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 print(phase, json.dumps(results[phase]), flush=True)
     return 0
-
-
-@contextmanager
-def server(workers: int) -> Iterator[tuple[str, int]]:
-    """``tcfl serve`` on a free loopback port with a temporary SQLite file, its batch worker on
-    (batch items are analysed in the same pool), the analysis limits at their defaults."""
-    port = free_port()
-    with tempfile.TemporaryDirectory(prefix="ingestbench-") as tmp:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("TCFL_")}
-        env.update(
-            TCFL_DATABASE_URL=f"sqlite:///{Path(tmp) / 'bench.db'}", TCFL_ANALYSIS_WORKERS=str(workers)
-        )
-        command = [sys.executable, "-c", "import sys; from app.cli import main; sys.exit(main())"]
-        args = ["serve", "--port", str(port), "--log-level", "error"]
-        proc = subprocess.Popen([*command, *args], cwd=tmp, env=env)
-        url = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline:
-                try:
-                    if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    time.sleep(0.2)
-            else:
-                raise SystemExit("tcfl serve did not start within 60 s")
-            yield url, proc.pid
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
 
 
 if __name__ == "__main__":
