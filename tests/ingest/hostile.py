@@ -13,6 +13,7 @@ import datetime as dt
 import io
 import json
 import math
+import tarfile
 from dataclasses import dataclass
 from typing import Any
 
@@ -180,13 +181,24 @@ def reportlog_file(good: list[Good], mangled: list[bytes], order: list[int]) -> 
 _T0 = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
 
 
-def _packets(events: list[dict[str, Any]]) -> bytes:
+def packets(events: list[dict[str, Any]]) -> bytes:
     from subunit import StreamResultToBytes
 
     buffer = io.BytesIO()
     out = StreamResultToBytes(buffer)
     for event in events:
         out.status(**event)
+    return buffer.getvalue()
+
+
+def tar_gz(*members: tuple[str, bytes]) -> bytes:
+    """A .tar.gz of regular files (name, content)."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for name, data in members:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
     return buffer.getvalue()
 
 
@@ -209,7 +221,7 @@ def subunit_good(test: Good) -> bytes:
             ),
         },
     ]
-    return _packets(events)
+    return packets(events)
 
 
 @st.composite
@@ -228,9 +240,9 @@ def subunit_mangled(draw: st.DrawFn) -> bytes:
             mime_type=draw(st.sampled_from(["text/plain;charset=utf8", "application/octet-stream"])),
         )
     try:
-        data = _packets([event])
+        data = packets([event])
     except (UnicodeEncodeError, ValueError):  # the writer refuses it: an id the format cannot hold
-        data = _packets([{"test_id": "x", "test_status": status}])
+        data = packets([{"test_id": "x", "test_status": status}])
     if draw(st.booleans()):
         data = data[:-1] + bytes([data[-1] ^ 0xFF])  # the CRC: a damaged packet, framing intact
     return data

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
-import io
 import json
-import tarfile
 from typing import Any
 
 import httpx
@@ -75,7 +73,7 @@ def _reportlog(mangled: list[bytes], at: int) -> bytes:
 
 def _subunit(mangled: list[bytes], at: int) -> bytes:
     t0 = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
-    good = hostile._packets(
+    good = hostile.packets(
         [
             {"test_id": "test_mod.test_good", "test_status": "inprogress", "timestamp": t0},
             {
@@ -110,22 +108,10 @@ def _avocado(mangled: list[Any], at: int) -> bytes:
         },
     ]
     tests = [*mangled[:at], *good, *mangled[at:]]
-    return _tar(
-        [
-            ("job-1/results.json", json.dumps({"tests": tests}).encode("utf-8", "surrogatepass")),
-            ("job-1/test-results/1-test_mod.py_test_good/debug.log", TRACE.encode()),
-        ]
+    return hostile.tar_gz(
+        ("job-1/results.json", json.dumps({"tests": tests}).encode("utf-8", "surrogatepass")),
+        ("job-1/test-results/1-test_mod.py_test_good/debug.log", TRACE.encode()),
     )
-
-
-def _tar(members: list[tuple[str, bytes]]) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        for name, data in members:
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
 
 
 MANGLED = {
@@ -150,7 +136,7 @@ def _file(data: st.DataObject, fmt: str, most: int = 4) -> bytes:
 
 def _ingest(api: httpx.Client, fmt: str, blob: bytes) -> None:
     if fmt == "avocado":  # archives: multipart, as CI uploads them
-        checkout = _tar([("test_mod.py", SCRIPT.encode())])
+        checkout = hostile.tar_gz(("test_mod.py", SCRIPT.encode()))
         files = {"results": (NAMES[fmt], blob), "archive": ("repo.tar.gz", checkout)}
         response = api.post("/v1/ingest", files=files, data={"ranker": "heuristic"})
     else:

@@ -6,12 +6,12 @@ archive a clear 422 that names the archive and never the server's temporary fold
 
 from __future__ import annotations
 
-import io
 import json
-import tarfile
 
 import httpx
 import pytest
+
+from tests.ingest.hostile import tar_gz
 
 SCRIPT = "def test_good():\n    raise ValueError('boom')\n\n\ndef test_ok():\n    pass\n"
 TRACE = 'Traceback (most recent call last):\n  File "/ci/test_mod.py", line 2, in test_good\nValueError: boom'
@@ -20,16 +20,6 @@ GOOD = (
     f'<failure message="ValueError: boom">{TRACE}</failure></testcase>'
 )
 OK = '<testcase classname="test_mod" name="test_ok" time="0.1"/>'
-
-
-def _tar(*members: tuple[str, bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        for name, data in members:
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
 
 
 def _no_nan(constant: str) -> None:
@@ -92,7 +82,7 @@ def test_a_malformed_report_log_line_is_a_warning(api: httpx.Client) -> None:
 
 
 def test_a_checkout_bomb_is_422_at_the_setting(api: httpx.Client) -> None:
-    bomb = _tar(("zeros.py", bytes(6_000_000)))  # over the servers' TCFL_MAX_UNPACKED_BYTES (5 MB)
+    bomb = tar_gz(("zeros.py", bytes(6_000_000)))  # over the servers' TCFL_MAX_UNPACKED_BYTES (5 MB)
     junit = f'<testsuites><testsuite name="pytest">{GOOD}</testsuite></testsuites>'
     files = {"results": ("junit.xml", junit.encode()), "archive": ("repo.tar.gz", bomb)}
     response = api.post("/v1/ingest", files=files)
@@ -113,7 +103,7 @@ def test_members_the_server_cannot_write_are_422_naming_them(
     api: httpx.Client, members: tuple[tuple[str, bytes], ...], needle: str
 ) -> None:
     junit = f'<testsuites><testsuite name="pytest">{GOOD}</testsuite></testsuites>'
-    files = {"results": ("junit.xml", junit.encode()), "archive": ("repo.tar.gz", _tar(*members))}
+    files = {"results": ("junit.xml", junit.encode()), "archive": ("repo.tar.gz", tar_gz(*members))}
     response = api.post("/v1/ingest", files=files)
     assert response.status_code == 422, response.text
     detail = response.json()["detail"]
@@ -121,7 +111,7 @@ def test_members_the_server_cannot_write_are_422_naming_them(
 
 
 def test_a_bad_avocado_job_in_a_results_archive_names_the_archive(api: httpx.Client) -> None:
-    archive = _tar(("job-1/results.json", b"{not json"))
+    archive = tar_gz(("job-1/results.json", b"{not json"))
     response = api.post("/v1/ingest", files={"results": ("results.tar.gz", archive)})
     assert response.status_code == 422, response.text
     detail = response.json()["detail"]
