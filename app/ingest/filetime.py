@@ -32,20 +32,15 @@ def iso_time(text: str) -> datetime | None:
         return None
 
 
-def _epoch(value: bytes) -> datetime | None:
-    try:
-        return _sane(datetime.fromtimestamp(float(value), UTC))
-    except (ValueError, OverflowError, OSError):
-        return None
-
-
 def file_started(data: bytes, fmt: str) -> datetime | None:
     """The earliest start a JUnit or report-log file records, or None."""
     if fmt == "junit":
         found = [iso_time(m.group(1).decode("ascii", "replace")) for m in _JUNIT.finditer(data[:_HEAD])]
-    elif fmt == "reportlog":
-        found = [_epoch(m.group(1)) for m in _REPORT_START.finditer(data)]
-    else:
-        return None
-    times = [t for t in found if t is not None]
-    return min(times) if times else None
+        times = [t for t in found if t is not None]
+        return min(times) if times else None
+    if fmt == "reportlog":
+        # a report per test: the numbers are compared as they are, one of them made a time
+        low, high = _EARLIEST.timestamp(), _LATEST.timestamp()
+        starts = [n for n in map(float, _REPORT_START.findall(data)) if low <= n < high]
+        return datetime.fromtimestamp(min(starts), UTC) if starts else None
+    return None
