@@ -121,9 +121,14 @@ def test_healthz_answers_while_a_large_request_is_analysed(srv: Server) -> None:
     finished = threading.Event()
     outcome: dict[str, int] = {}
 
+    # an analysis that runs until the CPU deadline stops it (as in the test below): it lasts a
+    # second or more however fast the machine, long enough for ten /healthz answers
+    costly = body_for(elif_chain(4_900))
+    costly["log"] = "".join(f"print {i} value\n" for i in range(160_000)) + costly["log"]
+
     def large() -> None:
         with srv.client() as api:
-            outcome["status"] = api.post("/v1/triage", json=body_for(elif_chain(2_500))).status_code
+            outcome["status"] = api.post("/v1/triage", json=costly).status_code
         finished.set()
 
     thread = threading.Thread(target=large)
