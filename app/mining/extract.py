@@ -542,7 +542,56 @@ def fix_nature(diff: str) -> str | None:
     messages = all(_MESSAGE_LINE.search(line) for line in removed if _code(line))
     if old and messages and sorted(map(_unquoted, old)) == sorted(map(_unquoted, new)):
         return "the fix only changes message texts"
+    if _reports_only(gained, [line.strip() for line in removed if _code(line) and _code(line) in lost]):
+        return "the fix only changes how the failure is reported"
     return None
+
+
+# statements that only report: a log line, a print, a printed traceback, a failure raised or reported
+# with a message, and the imports they need
+_REPORT = re.compile(
+    r"^(?:(?:self\.)?(?:_?log|logger|LOG|LOGGER|logging)\.\w+\(|print\(|traceback\.print_\w*\("
+    r"|(?:import|from) (?:traceback|logging)\b|(?:self|pytest)\.(?:error|fail)\("
+    r"|raise \w+(?:Error|Exception)\()"
+)
+# a line continuing the statement above it: a string, an operand or closing brackets
+_OPERAND_LINE = re.compile(r"^(?:[rbuf]{0,2}[\"']|[%+,)\]}])")
+
+
+def _head(line: str) -> str:
+    """The called name or raised class a reporting statement starts with."""
+    found = re.match(r"^(?:raise )?[\w.]+", line)
+    return found.group(0) if found else line
+
+
+def _reports_only(gained: Sequence[str], lost: Sequence[str]) -> bool:
+    """True when the changed statements only report the failure (a diagnostics change, not a repair):
+    logging or printing swapped, removed or added, a traceback printed, a try/except that logs and
+    re-raises, or an earlier check whose only effect is a clearer message."""
+    if not gained and not lost:
+        return False
+    if not all(_REPORT.match(line) or _OPERAND_LINE.match(line) for line in lost):
+        return False
+    reports = [line for line in gained if _REPORT.match(line)]
+    if gained and not reports:
+        return False
+    # the same call rewritten (``log.info(a + b)`` -> ``log.info(f"{a}{b}")``): the reporting statement
+    # itself may have raised, and the fix repairs it
+    if {_head(line) for line in lost if _REPORT.match(line)} & {_head(line) for line in reports}:
+        return False
+    reraised = "raise" in gained
+    checks = 0
+    for line in gained:
+        if _REPORT.match(line) or _OPERAND_LINE.match(line):
+            continue
+        if reraised and (line in {"try:", "raise"} or re.match(r"^except\b.*:$", line)):
+            continue
+        if not lost and re.match(r"^if\b.*:$", line):
+            checks += 1  # a new check (with nothing moved under it) that only reports
+            continue
+        return False
+    # a check that reports must report something the check found; a bare try/except needs the re-raise
+    return not checks or any(not line.startswith(("import ", "from ")) for line in reports)
 
 
 def _unquoted(code: str) -> str:
@@ -578,6 +627,12 @@ _HEDGE = re.compile(
     r"(?i)\b(?:possibly|hopefully|might fix|may fix|try(?:ing)? to (?:fix|avoid|mitigate)|attempt to|"
     r"workaround for|debug(?:ging)?|more (?:verbose|informative|details)|better (?:error|message|logging)"
     r"|add(?:ing)? (?:more )?log(?:ging|s)?)\b"
+)
+# A subject saying the author does not know whether the change repairs the failure, or that it only
+# helps to debug it: such a case is never graded high.
+_UNSURE = re.compile(
+    r"(?i)\b(?:possibly|hopefully|might fix|may fix|should fix|try(?:ing)? to fix|attempt(?:ing)? to fix)\b"
+    r"|^(?:[^:\s][^:]*:\s*)?debug\b"
 )
 # A message saying the quoted error was only logged while the test went on (no failure of the test).
 _LOGGED_ONLY = re.compile(
@@ -667,6 +722,9 @@ def grade(facts: FixFacts) -> Grade:
         reasons.append("the message says the error was only logged, not that the test failed")
     # high: nothing speaks against the case, and the log's own echoed code ties it to the faulty version
     tied = evidence.matched and not evidence.other and not evidence.fixed and other_version is None
+    if tied and score >= 4 and _UNSURE.search(subject):
+        tied = False
+        reasons.append("not high: the subject doubts that the change repairs the failure")
     confidence = "high" if score >= 4 and tied else ("medium" if score >= 1 else "low")
     return Grade(confidence, tuple(reasons), other_version)
 

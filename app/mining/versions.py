@@ -101,7 +101,11 @@ def frame_evidence(
             continue  # another file of the same name, maybe
         lines = files[path].split("\n")
         where = f"{path}:{frame.line}"
-        if frame.code and _squeezed(frame.code):
+        if frame.line > len(lines):
+            # the printed code may sit a line or two above the end, but no run of this version printed
+            # a line it does not have
+            absent.append(f"{where} is past the end of the file ({len(lines)} lines)")
+        elif frame.code and _squeezed(frame.code):
             d = _distance(lines, frame.line, frame.code)
             after = fixed_files.get(path)
             d_fixed = _distance(after.split("\n"), frame.line, frame.code) if after is not None else None
@@ -114,12 +118,8 @@ def frame_evidence(
                 fixed += 1
             elif d is not None:
                 far.append(f"{where} prints code that is {d} lines away in the faulty version")
-            elif frame.line > len(lines):
-                absent.append(f"{where} is past the end of the file ({len(lines)} lines)")
             else:
                 absent.append(f"{where} prints code that is not in the faulty version")
-        elif frame.line > len(lines):
-            absent.append(f"{where} is past the end of the file ({len(lines)} lines)")
         elif (
             frame.function
             and _IDENTIFIER.fullmatch(frame.function)

@@ -243,6 +243,69 @@ def test_fix_nature_spots_fixes_that_repair_nothing() -> None:
     assert fix_nature("-    return 4\n+    return 3\n") is None
 
 
+REPORTED = "the fix only changes how the failure is reported"
+
+
+def test_fixes_that_only_change_how_a_failure_is_reported_repair_nothing() -> None:
+    # the message printed swapped for the whole traceback
+    swap = "+import traceback\n-    print(str(e))\n+    traceback.print_exc()\n"
+    assert fix_nature(swap) == REPORTED
+    # the failing statement wrapped in a try/except that logs and re-raises
+    wrapped = (
+        "-    (path, kind) = line.split(':')\n+    try:\n+        (path, kind) = line.split(':')\n"
+        "+    except ValueError:\n+        log.error('cannot split %s', line)\n+        raise\n"
+    )
+    assert fix_nature(wrapped) == REPORTED
+    # an earlier check whose only effect is a clearer message
+    check = (
+        "+        if n_loaders <= 0:\n+            self.error('n_loaders is %s,'\n"
+        "+                       ' it must be positive' % n_loaders)\n"
+    )
+    assert fix_nature(check) == REPORTED
+    assert fix_nature("-        LOGGER.exception('not a number')\n") == REPORTED
+
+
+def test_a_fix_of_the_reporting_statement_itself_or_that_handles_the_error_is_a_repair() -> None:
+    # the log call raised (a None joined to a str): rewriting the same call repairs it
+    assert (
+        fix_nature(
+            "-    log.info(job['status'] + ' ' + job['description'])\n"
+            "+    log.info(f\"{job['status']} {job['description']}\")\n"
+        )
+        is None
+    )
+    assert fix_nature("-    print('<- ' + res['error'])\n+    print('<- %s' % res['error'])\n") is None
+    # the error caught and not re-raised: the failure is handled
+    handled = (
+        "-    value = int(text)\n+    try:\n+        value = int(text)\n"
+        "+    except ValueError:\n+        log.warning('not a number: %s', text)\n+        value = 0\n"
+    )
+    assert fix_nature(handled) is None
+    # a condition put around existing code changes what runs
+    guarded = (
+        "-    run.save()\n+    if running:\n+        run.save()\n"
+        "-    log.debug(exc_info=True)\n+    log.warning('x', exc_info=True)\n"
+    )
+    assert fix_nature(guarded) is None
+
+
+def test_a_subject_that_doubts_the_repair_is_never_graded_high() -> None:
+    faulty = {"tests/test_cart.py": "\n" * 11 + "    assert cart.total() == expected\n"}
+    sure = grade(_facts(TRACEBACK, faulty, changed_lines=2, message="cart: fix the expected total"))
+    assert sure.confidence == "high", sure.reasons
+    for subject in (
+        "Simplify the cart, possibly fix a failing test",
+        "cart: debug the total",
+        "Try to fix cart",
+    ):
+        g = grade(_facts(TRACEBACK, faulty, changed_lines=2, message=subject))
+        assert g.confidence == "medium", (subject, g.reasons)
+        assert "not high: the subject doubts that the change repairs the failure" in g.reasons
+    # ``debug`` as a noun further on is no doubt
+    noun = grade(_facts(TRACEBACK, faulty, changed_lines=2, message="decode: handle a missing debug file"))
+    assert noun.confidence == "high", noun.reasons
+
+
 def test_demos_and_announced_examples_are_no_failure_log() -> None:
     stdin = 'Traceback (most recent call last):\n  File "<stdin>", line 1, in <module>\nKeyError: 3'
     assert find_log(message("fix", stdin)) is None

@@ -35,13 +35,13 @@ def test_a_frame_at_its_line_or_a_few_lines_off_matches() -> None:
 
 
 def test_frames_from_another_version_say_how() -> None:
-    far = frame(7 + SKEW + 1, "node.wait()")
+    far = frame(1 + SKEW + 1, "import time")
     past = frame(40, None, function="stop")
     absent = frame(8, "return len(nodes) + 1")
     ev = frame_evidence([far, past, absent], FILES)
     assert ev.matched == 0
     assert ev.far == (
-        f"sdcm/cluster.py:{7 + SKEW + 1} prints code that is {SKEW + 1} lines away in the faulty version",
+        f"sdcm/cluster.py:{1 + SKEW + 1} prints code that is {SKEW + 1} lines away in the faulty version",
     )
     assert ev.absent == (
         "sdcm/cluster.py:40 is past the end of the file (12 lines)",
@@ -53,6 +53,13 @@ def test_frames_from_another_version_say_how() -> None:
     assert ev.other == (said,)
     ev = frame_evidence([frame(5, None, function="wait_for_nodes")], FILES)
     assert (ev.unprinted, ev.other) == (1, ())
+
+
+def test_a_frame_past_the_end_of_the_file_is_another_version_even_when_its_code_is_near() -> None:
+    # the file ends at line 12 with ``node.stop(timeout=10)``: a frame printing it at line 14 was printed
+    # by a version two lines longer, though the code sits within the allowed skew
+    ev = frame_evidence([frame(14, "node.stop(timeout=10)"), frame(7, "node.wait()")], FILES)
+    assert (ev.matched, ev.absent) == (1, ("sdcm/cluster.py:14 is past the end of the file (12 lines)",))
 
 
 def test_a_cut_or_wrapped_printed_line_matches_by_its_start_and_spacing_is_ignored() -> None:
