@@ -250,3 +250,86 @@ def test_line_starts_are_the_offsets_after_every_newline(lines: list[int], final
     text = "\n".join("x" * k for k in lines) + ("\n" if final_newline else "")
     expected = [0, *(k + 1 for k, ch in enumerate(text) if ch == "\n")]
     assert list(_line_starts(text)) == expected
+
+
+NUMBERED = [
+    "2017-09-16 16:38:{s:02d},{k:03d} stacktrace       L{n:04d} INFO | ",
+    "2015-07-31 09:37:44.{k:03d} {n} ERROR nova.compute.manager [req-{n} - -] ",
+    "08:39:{s:02d} init._fixture L{n:04d} ERROR | ",
+    "{level:<8} conftest{n}:conftest.py:{n} ",
+    "WARNING:root{n}:",
+    "2024-05-01 10:00:{s:02d},{k:03d} INFO test{n}: ",
+    "Jan  2 03:04:{s:02d} host prog[{n}]: ",
+    "2024-05-01 10:00:{s:02d},{k:03d} - mod{n} - INFO - ",
+]
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    prefixes=st.lists(st.sampled_from(NUMBERED), min_size=1, max_size=3),
+    bodies=st.lists(
+        st.sampled_from([*BODIES[:16], "step {n}: value {k}", "sent {n} bytes"]), min_size=1, max_size=4
+    ),
+    spread=st.sampled_from([3, 40, 5000]),
+    seed=st.integers(0, 2**16),
+)
+def test_logs_of_few_line_shapes_with_numbers_in_their_prefixes_read_as_line_by_line(
+    prefixes: list[str], bodies: list[str], spread: int, seed: int
+) -> None:
+    """Chunks read by their lines' shapes (numbers aside, a few templates): the prefix groups that
+    hold numbers (logger line numbers, process ids, logger names) read from each line's own text."""
+    rng = random.Random(seed)
+    lines = []
+    for k in range(4500):
+        n = rng.randrange(spread)
+        values = {"s": k % 60, "k": k % 1000, "n": n, "level": rng.choice(["INFO", "DEBUG", "ERROR"])}
+        body = rng.choice(bodies).format(w=f"w{n}", **values)
+        lines.append(rng.choice(prefixes).format(**values) + body)
+    log = "\n".join(lines) + "\n"
+    assert parse_log(log) == line_by_line(log)
+
+
+def test_no_built_in_prefix_pattern_tells_one_ascii_digit_from_another() -> None:
+    """Lines are read by their shapes (every digit made 0): sound only while no pattern has a digit
+    literal or a class holding some ASCII digits but not all."""
+    import re._parser as sre_parse  # type: ignore[import-not-found]
+
+    from app.analysis.logparse.formats import _FORMATS, _combined, _inner
+
+    digits = set(range(ord("0"), ord("9") + 1))
+
+    def check(items: object) -> None:
+        for op, arg in items:  # type: ignore[attr-defined]
+            name = str(op)
+            if name in ("LITERAL", "NOT_LITERAL"):
+                assert arg not in digits
+            elif name == "IN":
+                held: set[int] = set()
+                for inner_op, value in arg:
+                    if str(inner_op) == "LITERAL":
+                        held |= {value} & digits
+                    elif str(inner_op) == "RANGE":
+                        held |= set(range(value[0], value[1] + 1)) & digits
+                assert not held or held == digits
+            elif name in ("SUBPATTERN",):
+                check(arg[-1])
+            elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+                check(arg[2])
+            elif name == "BRANCH":
+                for branch in arg[1]:
+                    check(branch)
+            elif name in ("ASSERT", "ASSERT_NOT"):
+                check(arg[1])
+            elif name == "ATOMIC_GROUP":
+                check(arg)
+            elif name == "GROUPREF_EXISTS":
+                check(arg[1])
+                if arg[2] is not None:
+                    check(arg[2])
+
+    for pattern in (
+        *(p for _, p in _FORMATS),
+        _combined(tuple(range(len(_FORMATS)))).pattern,
+        _inner().pattern,
+    ):
+        check(sre_parse.parse(pattern))

@@ -13,7 +13,7 @@ from bisect import bisect_left, bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cache
-from itertools import chain, compress, filterfalse, islice, repeat
+from itertools import chain, compress, count, filterfalse, islice, repeat
 from operator import add, and_, attrgetter, eq, ge, is_, is_not, mul, ne, not_, or_, rshift, sub
 from typing import Any, NamedTuple, Protocol
 
@@ -250,6 +250,8 @@ _STARTERS = frozenset("0123456789[ABCDEFGHIJKLMNOPQRSTUVWXYZx")
 _STARTER = re.compile(r"[\d\[A-Zx]")  # the same, ``\d`` with every decimal digit
 _STARTER_AFTER_NEWLINE = re.compile(r"\n(?=[\d\[A-Zx])")
 _CHUNK = 2048  # lines matched at once: their match objects are alive together
+_DIGIT_SHAPE = str.maketrans("123456789", "000000000")
+_SHAPE_SHARE = 4  # a chunk is read by its lines' shapes when it has at most one shape per 4 lines
 _LASTINDEX = attrgetter("lastindex")
 _START, _END, _GROUP = re.Match.start, re.Match.end, re.Match.group
 
@@ -311,7 +313,11 @@ class _BulkRead:
         matched one by one (in bulk when none was found); then the columns are stored."""
         c = b - a
         fast = self.fast
-        if fast is None or c < 2:
+        shaped = self.shaped(a, b) if c >= _SHAPE_SHARE else None
+        special: bytes | bytearray | None = None
+        if shaped is not None:
+            starts, stops, codes, fmts, special = shaped
+        elif fast is None or c < 2:
             starts, stops, codes, fmts = self.mixed(a, b)
         else:
             starts, stops, codes, fmts = self.found(a, b)
@@ -325,7 +331,139 @@ class _BulkRead:
         cols.stop[a:b] = array(self.kind, stops)
         cols.level[a:b] = bytes(map(and_, codes, repeat(0xFF)))
         cols.signature[a:b] = array("i", map(rshift, codes, repeat(8)))
-        cols.special[a:b] = self.special(starts, stops, a)
+        cols.special[a:b] = self.special(starts, stops, a) if special is None else special
+
+    def shaped(self, a: int, b: int) -> tuple[list[int], list[int], list[int], bytearray, bytearray] | None:
+        """Lines a to b - 1 read by their shape (every digit made ``0``), when the chunk is ASCII and
+        few shapes make it up (a log repeats its messages, numbers aside): the alternation is tried
+        once per shape, and its spans, prefix codes and special flags given to each line of it.
+
+        Exact: no built-in pattern tells one ASCII digit from another (a test checks), so a line and
+        its shape match alike with the same spans. Prefix groups holding a digit (a logger's line
+        number, a process id) are read from each line's own text. None: the chunk is read otherwise.
+        """
+        text, bounds, cols = self.cols.text, self.bounds, self.cols
+        piece = text[bounds[a] : bounds[b] - 1]
+        if not piece.isascii():
+            return None
+        c = b - a
+        ids: dict[str, int] = {}
+        line_ids = list(map(ids.setdefault, piece.translate(_DIGIT_SHAPE).split("\n"), count()))
+        if len(ids) * _SHAPE_SHARE > c:
+            return None  # mostly distinct lines: matching each in the text costs less
+        del piece
+        fmt_of, start_of, stop_of, has_of = {}, {}, {}, {}
+        code_of: dict[int, int] = {}
+        special_of: dict[int, int] = {}
+        by_line: set[int] = set()  # shapes whose lines are matched one by one (whole prefixes)
+        digits: dict[int, tuple[_Plain, int, int, int, int]] = {}  # id -> format, group spans
+        match, plain, headers, slow_first = self.match, self.plain, self.headers, self.slow_first
+        for shape, k in ids.items():
+            fmt_of[k] = start_of[k] = stop_of[k] = has_of[k] = code_of[k] = 0
+            special_of[k] = 1
+            m = match(shape) if shape[:1] in _STARTERS else None
+            if m is None:
+                continue
+            entry = plain.get(m.lastindex or 0)
+            if entry is None:
+                by_line.add(k)
+                continue
+            ms, me = m.span(entry.msg)
+            fmt_of[k] = entry.fmt
+            if ms >= 0:
+                start_of[k], stop_of[k], has_of[k] = ms, me, 1
+                special_of[k] = int(
+                    ms >= me
+                    or shape[ms] in slow_first
+                    or shape[me - 1] == "]"
+                    or (shape[me - 1] == ":" and shape.endswith(headers, ms, me))
+                    or shape.find(".py", ms, me) >= 0
+                )
+            ls, le = m.span(entry.level) if entry.level else (0, 0)
+            ss, se = m.span(entry.sig) if entry.sig else (0, 0)
+            if "0" in shape[ls:le] or "0" in shape[ss:se]:
+                if ls < 0 or ss < 0:
+                    by_line.add(k)  # an optional group absent: read as the line-by-line path does
+                else:
+                    digits[k] = (entry, ls, le, ss, se)
+                continue
+            raw: object = None
+            if entry.level and entry.sig:
+                raw = m.group(entry.level, entry.sig)
+            elif entry.level or entry.sig:
+                raw = m.group(entry.level or entry.sig)
+            code_of[k] = self.prefixer.packed(cols, entry, raw)
+        firsts = bounds[a:b]
+        bases = firsts
+        if 0 in has_of.values():
+            bases = list(map(mul, firsts, map(has_of.__getitem__, line_ids)))  # no message: span 0, 0
+        starts = list(map(add, bases, map(start_of.__getitem__, line_ids)))
+        stops = list(map(add, bases, map(stop_of.__getitem__, line_ids)))
+        codes = list(map(code_of.__getitem__, line_ids))
+        fmts = bytearray(map(fmt_of.__getitem__, line_ids))
+        special = bytearray(map(special_of.__getitem__, line_ids))
+        if digits:
+            self.digit_codes(firsts, line_ids, digits, codes, {k: shape for shape, k in ids.items()})
+        if by_line:
+            prefixer = self.prefixer
+            for j in compress(range(c), map(by_line.__contains__, line_ids)):
+                i = a + j
+                m = match(text, bounds[i], bounds[i + 1] - 1)
+                if m is not None:  # it is: the line matches as its shape did
+                    fmts[j], starts[j], stops[j], codes[j] = prefixer.one(
+                        cols, i, m, plain.get(m.lastindex or 0)
+                    )
+        return starts, stops, codes, fmts, special
+
+    def digit_codes(
+        self,
+        firsts: Sequence[int],
+        line_ids: list[int],
+        digits: dict[int, tuple[_Plain, int, int, int, int]],
+        codes: list[int],
+        shapes: dict[int, str],
+    ) -> None:
+        """The prefix codes of the lines whose level or signature group holds a digit, from each
+        line's own text (the spans are its shape's), a format at a time; new ones coded in line order."""
+        text = self.cols.text
+        for entry in {v[0].fmt: v[0] for v in digits.values()}.values():
+            ours = {k: v for k, v in digits.items() if v[0] is entry}
+            if len(ours) == len(shapes):  # every line: the usual case
+                lines: Sequence[int] = range(len(line_ids))
+                sub, starts = line_ids, firsts
+            else:
+                lines = list(compress(range(len(line_ids)), map(ours.__contains__, line_ids)))
+                sub = list(map(line_ids.__getitem__, lines))
+                starts = list(map(firsts.__getitem__, lines))
+            groups: list[Iterable[str]] = []
+            for at, group in ((1, entry.level), (3, entry.sig)):
+                if not group:
+                    continue
+                spans = {k: (v[at], v[at + 1]) for k, v in ours.items()}
+                if not any("0" in shapes[k][lo:hi] for k, (lo, hi) in spans.items()):
+                    same = {k: shapes[k][lo:hi] for k, (lo, hi) in spans.items()}  # no digit: as its shape
+                    groups.append(map(same.__getitem__, sub))
+                    continue
+                ends = [starts]
+                for side in (0, 1):
+                    offsets = {span[side] for span in spans.values()}
+                    if len(offsets) == 1:
+                        ends.append(map(add, starts, repeat(offsets.pop())))
+                    else:
+                        at_side = {k: span[side] for k, span in spans.items()}
+                        ends.append(map(add, starts, map(at_side.__getitem__, sub)))
+                groups.append(map(text.__getitem__, map(slice, ends[1], ends[2])))
+            raws: list[object] = list(zip(*groups, strict=True) if len(groups) == 2 else groups[0])
+            got: list[int | None] = list(map(entry.codes.get, raws))
+            if None in got:
+                for raw in dict.fromkeys(compress(raws, map(is_, got, repeat(None)))):
+                    self.prefixer.packed(self.cols, entry, raw)
+                got = list(map(entry.codes.get, raws))
+            if isinstance(lines, range):
+                codes[:] = got  # type: ignore[assignment]
+            else:
+                for j, code in zip(lines, got, strict=True):
+                    codes[j] = code  # type: ignore[assignment]
 
     def found(self, a: int, b: int) -> tuple[list[int], list[int], list[int], bytearray]:
         """Lines a + 1 to b - 1 searched for the first format at once (its match at a line start

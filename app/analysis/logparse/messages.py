@@ -11,7 +11,7 @@ from array import array
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from itertools import accumulate, compress, islice, repeat
-from operator import gt
+from operator import gt, le, not_
 from typing import overload
 
 from app.analysis.logparse.formats import (
@@ -564,7 +564,7 @@ class _Parser(_TracebackReader):
         """The last message naming an exception (else saying error/failed), with what follows it."""
         weak: int | None = None
         text_of = self.messages.text
-        for k in range(len(self.messages) - 1, -1, -1):
+        for k in reversed(self.error_candidates()):
             text = text_of(k)
             if ("Error" in text or "Exception" in text) and any(
                 w.endswith(("Error", "Exception")) for w in _WORD.findall(text)
@@ -577,6 +577,35 @@ class _Parser(_TracebackReader):
                 ):
                     weak = k
         return None if weak is None else (self.messages[weak].line, self.with_followers(weak))
+
+    def error_candidates(self) -> list[int]:
+        """The messages that may name an error (``exception``, ``error`` or ``fail`` in any case),
+        ascending: the log's text searched a piece at a time, not each message's text made."""
+        m = self.messages
+        text = m._text
+        if "\u0130" in text:  # the one character whose lower case is longer: test every message
+            return list(range(len(m)))
+        n = len(m)
+        spans: Sequence[int] = range(n)
+        starts: Sequence[int] = m._start
+        found: set[int] = set()
+        if m._extra:  # the messages kept whole are all candidates; the rest are spans of the text
+            is_span = bytes(map(le, repeat(0), m._start))
+            spans, starts = list(compress(spans, is_span)), list(compress(starts, is_span))
+            found.update(compress(range(n), map(not_, is_span)))
+        hits: list[int] = []
+        for lo in range(0, len(text), _PIECE):
+            piece = text[lo : lo + _PIECE + _HINT_OVERLAP].lower()
+            for word in _ERROR_HINTS:
+                at = piece.find(word)
+                while 0 <= at < _PIECE:
+                    hits.append(lo + at)
+                    at = piece.find(word, at + 1)
+        for pos in hits:
+            j = bisect_right(starts, pos) - 1
+            if j >= 0 and pos < m._stop[spans[j]]:
+                found.add(spans[j])
+        return sorted(found)
 
     def with_followers(self, k: int) -> str:
         """A message ending in ``:`` goes on in the next lines (autotest's ``CmdError:`` blocks); one
@@ -600,6 +629,9 @@ class _Parser(_TracebackReader):
         return "\n".join(parts)
 
 
+# what a text ``error_looking`` takes holds, lowered: "Exception", or "error" or "fail" in its lower case
+_ERROR_HINTS = ("exception", "error", "fail")
+_HINT_OVERLAP = len("exception") - 1  # a word across two pieces is found in the first
 _WRAPPED_MAX = 4  # continuation lines of one wrapped error line
 # words no sentence ends with: a line ending in one was wrapped
 _DANGLING = frozenset(
