@@ -333,3 +333,19 @@ def test_no_built_in_prefix_pattern_tells_one_ascii_digit_from_another() -> None
         _inner().pattern,
     ):
         check(sre_parse.parse(pattern))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    lines=st.lists(st.tuples(st.integers(0, 40000), st.text(alphabet=" x\t\xa0", max_size=4)), max_size=12),
+    final_newline=st.booleans(),
+)
+def test_lines_stripped_with_their_starts_are_the_two_steps_in_turn(
+    lines: list[tuple[int, str]], final_newline: bool
+) -> None:
+    """Pieces of whole lines: lines longer than a piece, trailing spaces, other whitespace."""
+    from app.analysis.logparse.messages import _line_starts, _rstrip_lines, _stripped_lines
+
+    text = "\n".join("x" * k + tail for k, tail in lines) + ("\n" if final_newline else "")
+    stripped = _rstrip_lines(text)
+    assert _stripped_lines(text) == (stripped, _line_starts(stripped))

@@ -11,7 +11,7 @@ import re
 from array import array
 from bisect import bisect_left, bisect_right
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import cache
 from itertools import chain, compress, count, filterfalse, islice, repeat
 from operator import add, and_, attrgetter, eq, ge, is_, is_not, mul, ne, not_, or_, rshift, sub
@@ -278,6 +278,26 @@ def _space_chars() -> frozenset[str]:
     return frozenset(filter(str.isspace, map(chr, range(0x3001))))
 
 
+class _Same:
+    """A group that reads the same on every line: ``value``, ``count`` times."""
+
+    __slots__ = ("count", "value")
+
+    def __init__(self, value: str, count: int) -> None:
+        self.value, self.count = value, count
+
+    def __iter__(self) -> Iterator[str]:
+        return repeat(self.value, self.count)
+
+
+def _column(of: dict[int, int], ids: list[int]) -> bytearray:
+    """Each line's byte by its shape's id; one multiplication when all shapes give the same."""
+    values = set(of.values())
+    if len(values) == 1:
+        return bytearray((values.pop(),)) * len(ids)
+    return bytearray(map(of.__getitem__, ids))
+
+
 class _BulkRead:
     """``_Prefixer.columns`` over the built-in formats, a chunk of lines at a time."""
 
@@ -299,6 +319,8 @@ class _BulkRead:
         self.headers = headers
         self.kind = cols.start.typecode
         self.bounds = bounds
+        # (format, level) -> signature -> code, for lines whose signatures hold digits
+        self.by_sig: dict[tuple[int, str], dict[str, int]] = {}
         # the first format the alternation tries, when it is read in bulk: searched for over the text
         self.fast: re.Pattern[str] | None = None
         first = min(prefixer.table)
@@ -400,8 +422,8 @@ class _BulkRead:
         starts = list(map(add, bases, map(start_of.__getitem__, line_ids)))
         stops = list(map(add, bases, map(stop_of.__getitem__, line_ids)))
         codes = list(map(code_of.__getitem__, line_ids))
-        fmts = bytearray(map(fmt_of.__getitem__, line_ids))
-        special = bytearray(map(special_of.__getitem__, line_ids))
+        fmts = _column(fmt_of, line_ids)
+        special = _column(special_of, line_ids)
         if digits:
             self.digit_codes(firsts, line_ids, digits, codes, {k: shape for shape, k in ids.items()})
         if by_line:
@@ -442,7 +464,11 @@ class _BulkRead:
                 spans = {k: (v[at], v[at + 1]) for k, v in ours.items()}
                 if not any("0" in shapes[k][lo:hi] for k, (lo, hi) in spans.items()):
                     same = {k: shapes[k][lo:hi] for k, (lo, hi) in spans.items()}  # no digit: as its shape
-                    groups.append(map(same.__getitem__, sub))
+                    values = set(same.values())
+                    if len(values) == 1:
+                        groups.append(_Same(values.pop(), len(sub)))
+                    else:
+                        groups.append(map(same.__getitem__, sub))
                     continue
                 ends = [starts]
                 for side in (0, 1):
@@ -453,12 +479,23 @@ class _BulkRead:
                         at_side = {k: span[side] for k, span in spans.items()}
                         ends.append(map(add, starts, map(at_side.__getitem__, sub)))
                 groups.append(map(text.__getitem__, map(slice, ends[1], ends[2])))
-            raws: list[object] = list(zip(*groups, strict=True) if len(groups) == 2 else groups[0])
-            got: list[int | None] = list(map(entry.codes.get, raws))
-            if None in got:
-                for raw in dict.fromkeys(compress(raws, map(is_, got, repeat(None)))):
-                    self.prefixer.packed(self.cols, entry, raw)
+            if len(groups) == 2 and isinstance(groups[0], _Same):
+                # one level for all: the lines are told apart by their signatures alone
+                level = groups[0].value
+                known = self.by_sig.setdefault((entry.fmt, level), {})
+                sigs = list(groups[1])
+                got: list[int | None] = list(map(known.get, sigs))
+                if None in got:
+                    for sig in dict.fromkeys(compress(sigs, map(is_, got, repeat(None)))):
+                        known[sig] = self.prefixer.packed(self.cols, entry, (level, sig))
+                    got = list(map(known.get, sigs))
+            else:
+                raws: list[object] = list(zip(*groups, strict=True) if len(groups) == 2 else groups[0])
                 got = list(map(entry.codes.get, raws))
+                if None in got:
+                    for raw in dict.fromkeys(compress(raws, map(is_, got, repeat(None)))):
+                        self.prefixer.packed(self.cols, entry, raw)
+                    got = list(map(entry.codes.get, raws))
             if isinstance(lines, range):
                 codes[:] = got  # type: ignore[assignment]
             else:

@@ -356,9 +356,9 @@ class _Parser(_TracebackReader):
         """Ordinary lines of an unprefixed log: each one message, its text the line itself."""
         self.flush()
         m, bounds, first = self.messages, self.lines.bounds, self.lineno(i)
-        lines = range(first, first + stop - i)
-        m._line.extend(lines)
-        m._end.extend(lines)
+        count = stop - i
+        m._line.extend(range(first, first + count))
+        m._end.extend(m._line[-count:])  # one line each: copied in C, not counted again
         m._start.extend(bounds[i:stop])
         m._stop.extend(map((-1).__add__, bounds[i + 1 : stop + 1]))
         m._level.extend(bytes(stop - i))
@@ -373,9 +373,9 @@ class _Parser(_TracebackReader):
         m, p, first = self.messages, self.prefixes, self.lineno(i)
         last = stop - 1
         if last > i:
-            lines = range(first, first + last - i)
-            m._line.extend(lines)
-            m._end.extend(lines)
+            count = last - i
+            m._line.extend(range(first, first + count))
+            m._end.extend(m._line[-count:])  # one line each: copied in C, not counted again
             m._start.extend(p.start[i:last])
             m._stop.extend(p.stop[i:last])
             m._level.extend(p.level[i:last])
@@ -673,8 +673,7 @@ def parse_log(text: str, *, prefix_format: str | None = None, max_lines: int | N
     if _binary_share(text) > 0.1:
         warnings.append("the log looks like binary data; it was read as text")
 
-    text = _rstrip_lines(text)
-    bounds = _line_starts(text)
+    text, bounds = _stripped_lines(text)
     if text.endswith("\n"):
         n = len(bounds) - 1  # the text after the last newline is no line
     else:
@@ -749,6 +748,40 @@ def _line_starts(text: str) -> array:
         parts.pop()  # what follows the piece's last newline
         bounds.extend(islice(accumulate(map((1).__add__, map(len, parts)), initial=lo), 1, None))
     return bounds
+
+
+def _stripped_lines(text: str) -> tuple[str, array]:
+    """``_rstrip_lines(text)`` and its ``_line_starts``, in one pass over pieces of whole lines.
+
+    Without whitespace but spaces and newlines (most logs), each piece's lines are split once:
+    their lengths give the line starts and their last characters say whether any needs its
+    trailing spaces cut (only then is that piece rebuilt, and the text with it).
+    """
+    odd = _ODD_ASCII_SPACE if text.isascii() else _ODD_SPACE
+    if any(ch in text for ch in odd):
+        text = _rstrip_lines(text)
+        return text, _line_starts(text)
+    bounds = array(_offset_type(len(text)), [0])
+    kept: list[str] | None = None  # the text's pieces, once one of them changed
+    lo, base, size = 0, 0, len(text)
+    while lo < size:
+        hi = text.rfind("\n", lo, lo + _PIECE) + 1
+        if hi <= lo:  # a line longer than a piece
+            hi = text.find("\n", lo + _PIECE) + 1 or size
+        piece = text[lo:hi]
+        parts = piece.split("\n")
+        if any(map(str.endswith, parts, repeat(" "))):
+            parts = list(map(str.rstrip, parts, repeat(" ")))
+            piece = "\n".join(parts)
+            if kept is None:
+                kept = [text[:lo]]
+        if kept is not None:
+            kept.append(piece)
+        parts.pop()  # what follows the piece's last newline: "" unless the text ends there
+        bounds.extend(islice(accumulate(map((1).__add__, map(len, parts)), initial=base), 1, None))
+        base += len(piece)
+        lo = hi
+    return (text if kept is None else "".join(kept)), bounds
 
 
 # whitespace (as str.isspace and str.rstrip see it) other than the space and the newline
