@@ -235,3 +235,25 @@ def test_all_texts_are_normalized_as_each_alone(texts: list[str]) -> None:
 
     if texts:
         assert _normalized_all(texts) == [_normalized(t) for t in texts]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    part_lists=st.lists(st.lists(st.text(alphabet="ab1 9:", min_size=1, max_size=4), max_size=3), max_size=6),
+    templates=st.lists(st.text(alphabet="ab1 9:\t\n", max_size=10), min_size=1, max_size=6),
+    numbers=st.lists(st.integers(0, 99999), min_size=1, max_size=20),
+    count=st.integers(1, 600),
+)
+def test_many_texts_of_few_shapes_match_as_each_alone(
+    part_lists: list[list[str]], templates: list[str], numbers: list[int], count: int
+) -> None:
+    """Texts first told apart by their shapes (digits made 0): the same statements as matched one by one."""
+    from app.analysis.matching import Matcher, _normalized
+
+    static = [stmt(sid, *parts) for sid, parts in enumerate(part_lists)]
+    texts = [
+        f"{templates[k % len(templates)]}{numbers[k % len(numbers)]}{templates[(k * 7) % len(templates)]}"
+        for k in range(count)
+    ]
+    index = Matcher(static).index
+    assert index.match_all(texts) == [index.match(_normalized(t)) for t in texts]
