@@ -155,9 +155,9 @@ def test_message_columns_agree_with_the_messages() -> None:
 @settings(max_examples=200, deadline=None)
 @given(st.text(alphabet="ab \t\n\x0b\x1c\x85\u2028\xa0", max_size=60))
 def test_lines_are_read_without_their_trailing_whitespace(text: str) -> None:
-    from app.analysis.logparse.messages import _rstrip_lines
+    from app.analysis.logparse.messages import _stripped_lines
 
-    assert _rstrip_lines(text) == "\n".join(ln.rstrip() for ln in text.split("\n"))
+    assert _stripped_lines(text)[0] == "\n".join(ln.rstrip() for ln in text.split("\n"))
 
 
 def test_the_odd_whitespace_list_is_all_whitespace_but_space_and_newline() -> None:
@@ -245,11 +245,11 @@ def _long_log_reads_line_by_line(
 @given(lines=st.lists(st.integers(0, 40000), max_size=12), final_newline=st.booleans())
 def test_line_starts_are_the_offsets_after_every_newline(lines: list[int], final_newline: bool) -> None:
     """Lines longer than the pieces the text is split in, and pieces ending at a newline."""
-    from app.analysis.logparse.messages import _line_starts
+    from app.analysis.logparse.messages import _stripped_lines
 
     text = "\n".join("x" * k for k in lines) + ("\n" if final_newline else "")
     expected = [0, *(k + 1 for k, ch in enumerate(text) if ch == "\n")]
-    assert list(_line_starts(text)) == expected
+    assert list(_stripped_lines(text)[1]) == expected
 
 
 NUMBERED = [
@@ -337,15 +337,19 @@ def test_no_built_in_prefix_pattern_tells_one_ascii_digit_from_another() -> None
 
 @settings(max_examples=200, deadline=None)
 @given(
-    lines=st.lists(st.tuples(st.integers(0, 40000), st.text(alphabet=" x\t\xa0", max_size=4)), max_size=12),
+    lines=st.lists(
+        st.tuples(st.integers(0, 40000), st.text(alphabet=" x\t\xa0\x1c\x85\u2028", max_size=4)), max_size=12
+    ),
     final_newline=st.booleans(),
 )
-def test_lines_stripped_with_their_starts_are_the_two_steps_in_turn(
+def test_lines_stripped_of_trailing_whitespace_come_with_their_starts(
     lines: list[tuple[int, str]], final_newline: bool
 ) -> None:
     """Pieces of whole lines: lines longer than a piece, trailing spaces, other whitespace."""
-    from app.analysis.logparse.messages import _line_starts, _rstrip_lines, _stripped_lines
+    from app.analysis.logparse.messages import _stripped_lines
 
     text = "\n".join("x" * k + tail for k, tail in lines) + ("\n" if final_newline else "")
-    stripped = _rstrip_lines(text)
-    assert _stripped_lines(text) == (stripped, _line_starts(stripped))
+    stripped = "\n".join(ln.rstrip() for ln in text.split("\n"))
+    text_out, starts = _stripped_lines(text)
+    assert text_out == stripped
+    assert list(starts) == [0, *(k + 1 for k, ch in enumerate(stripped) if ch == "\n")]

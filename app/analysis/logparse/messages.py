@@ -11,7 +11,7 @@ from array import array
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from itertools import accumulate, compress, islice, repeat
-from operator import gt, le, not_
+from operator import gt, is_not, le, not_
 from typing import overload
 
 from app.analysis.logparse.formats import (
@@ -739,28 +739,15 @@ def _all_frames(parser: _Parser, text: str, bounds: array, n: int, offset: int) 
 _PIECE = 1 << 16  # characters of the text split at once: the pieces' lines are short-lived
 
 
-def _line_starts(text: str) -> array:
-    """0 and the offset after every newline of ``text``: the lengths of its lines summed in C,
-    a piece of the text at a time (splitting it whole would hold a string per line at once)."""
-    bounds = array(_offset_type(len(text)), [0])
-    for lo in range(0, len(text), _PIECE):
-        parts = text[lo : lo + _PIECE].split("\n")
-        parts.pop()  # what follows the piece's last newline
-        bounds.extend(islice(accumulate(map((1).__add__, map(len, parts)), initial=lo), 1, None))
-    return bounds
-
-
 def _stripped_lines(text: str) -> tuple[str, array]:
-    """``_rstrip_lines(text)`` and its ``_line_starts``, in one pass over pieces of whole lines.
+    """The text with every line's trailing whitespace cut (the parser's lines are read so), and
+    its line starts: 0 and the offset after every newline.
 
-    Without whitespace but spaces and newlines (most logs), each piece's lines are split once:
-    their lengths give the line starts and their last characters say whether any needs its
-    trailing spaces cut (only then is that piece rebuilt, and the text with it).
+    A piece of whole lines at a time (splitting the text whole would hold a string per line at
+    once): its lines' lengths, summed in C, give the starts, and ``str.rstrip`` returns a line
+    it leaves unchanged as the same object, so only a piece where some line lost trailing
+    whitespace is rebuilt, and the text with it.
     """
-    odd = _ODD_ASCII_SPACE if text.isascii() else _ODD_SPACE
-    if any(ch in text for ch in odd):
-        text = _rstrip_lines(text)
-        return text, _line_starts(text)
     bounds = array(_offset_type(len(text)), [0])
     kept: list[str] | None = None  # the text's pieces, once one of them changed
     lo, base, size = 0, 0, len(text)
@@ -770,8 +757,9 @@ def _stripped_lines(text: str) -> tuple[str, array]:
             hi = text.find("\n", lo + _PIECE) + 1 or size
         piece = text[lo:hi]
         parts = piece.split("\n")
-        if any(map(str.endswith, parts, repeat(" "))):
-            parts = list(map(str.rstrip, parts, repeat(" ")))
+        stripped = list(map(str.rstrip, parts))
+        if any(map(is_not, stripped, parts)):
+            parts = stripped
             piece = "\n".join(parts)
             if kept is None:
                 kept = [text[:lo]]
@@ -791,31 +779,3 @@ _ODD_SPACE = (
     + "\x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
     + "\u2028\u2029\u202f\u205f\u3000"
 )
-_TRAILING_RUN = re.compile(r"[^\S\n](?<![^\S\n][^\S\n])[^\S\n]*+(?=\n|\Z)")
-
-
-def _rstrip_lines(text: str) -> str:
-    """Every line without its trailing whitespace (the parser's lines are read so).
-
-    Most logs have no whitespace but spaces and newlines: their trailing spaces are found by a
-    plain substring search. Others take one substitution, tried only from the first character
-    of a whitespace run (the lookbehind), which keeps it linear on long blank runs.
-    """
-    odd = _ODD_ASCII_SPACE if text.isascii() else _ODD_SPACE
-    if any(ch in text for ch in odd):
-        return _TRAILING_RUN.sub("", text)
-    pieces: list[str] = []
-    done = 0
-    find = text.find
-    hit = find(" \n")
-    while hit >= 0:
-        cut = hit
-        while cut > done and text[cut - 1] == " ":
-            cut -= 1
-        pieces.append(text[done:cut])
-        done = hit + 1
-        hit = find(" \n", hit + 2)
-    if not pieces and not text.endswith(" "):
-        return text
-    pieces.append(text[done:].rstrip(" ") if text.endswith(" ") else text[done:])
-    return "".join(pieces)
