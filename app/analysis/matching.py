@@ -78,8 +78,13 @@ def _match(
     # pass) and the result fanned out. Which statements end in L_exe and L_mm does not depend on
     # the order the messages are read in.
     if isinstance(messages, LogMessages):
-        texts = messages.texts()
-        numbers: Sequence[int] = range(len(texts))
+        keep = index.possible(*messages.shapes())
+        if keep is None:
+            texts = messages.texts()
+            numbers: Sequence[int] = range(len(texts))
+        else:  # only the messages whose shape may hold a key: most texts are never cut out
+            texts = messages.texts_where(keep)
+            numbers = list(compress(range(len(keep)), keep))
     else:
         texts = [m.text for m in messages]
         numbers = [m.index for m in messages]
@@ -228,6 +233,15 @@ class _Index:
         for k, sids in zip(places, self._match_joined(list(compress(texts, keep))), strict=True):
             out[k] = sids
         return out
+
+    def possible(self, codes: Sequence[int], shapes: Sequence[str]) -> bytes | None:
+        """Which messages may match, by their shape codes (-1: unknown, so may) into ``shapes``
+        (a message's text with every digit made 0); None: all may, or no shape is known."""
+        if not shapes or self._always or self._shaped is None or not self._joinable:
+            return None
+        hit = self._shaped_hits(list(shapes), list(range(len(shapes))))
+        flags = [*map(hit.__contains__, range(len(shapes))), True]  # the last one read for -1
+        return bytes(map(flags.__getitem__, codes))
 
     def _shaped_hits(self, shapes: list[str], ids: list[int]) -> set[int]:
         """The ids of the shapes (normalized here) holding the shape of some pattern's key."""

@@ -157,11 +157,12 @@ class _PrefixColumns:
     their message starts and ends and a level and signature code. Lines of transports, of
     pytest's bracket format and of user patterns, and lines the parser rewrites, keep a whole
     ``_Prefix``. ``special`` marks the lines whose prefix is absent or whose message might be
-    more than a message (the parser's full checks run on those).
+    more than a message (the parser's full checks run on those). ``shape``: for lines read by
+    their shape, an index into ``shapes``, their message's shape (every digit made 0); else -1.
     """
 
     __slots__ = ("count", "fmt", "level", "level_codes", "levels", "sig_codes", "signature", "sigs")
-    __slots__ += ("special", "start", "stop", "text", "whole")
+    __slots__ += ("shape", "shape_codes", "shapes", "special", "start", "stop", "text", "whole")
 
     def __init__(self, text: str, n: int) -> None:
         self.text = text
@@ -173,6 +174,9 @@ class _PrefixColumns:
         self.level_codes: dict[str | None, int] = {None: 0}
         self.sig_codes: dict[str, int] = {}
         self.whole: dict[int, _Prefix] = {}
+        self.shape = array("i")
+        self.shapes: list[str] = []
+        self.shape_codes: dict[str, int] = {}
         self.count = 0  # lines with a prefix
         self.special = bytearray(b"\x01") * n
 
@@ -224,11 +228,19 @@ class _PrefixColumns:
         self.start, self.stop = (array(kind, bytes(array(kind).itemsize * n)) for _ in range(2))
         self.level = bytearray(n)
         self.signature = array("i", bytes(4 * n))
+        self.shape = array("i", (-1,)) * n
 
     def code(self, level: str | None) -> int:
         self.level_codes[level] = len(self.levels)
         self.levels.append(level)
         return self.level_codes[level]
+
+    def shape_code(self, shape: str) -> int:
+        code = self.shape_codes.get(shape)
+        if code is None:
+            code = self.shape_codes[shape] = len(self.shapes)
+            self.shapes.append(shape)
+        return code
 
     def sig(self, sig: str) -> int:
         self.sig_codes[sig] = len(self.sigs)
@@ -337,8 +349,9 @@ class _BulkRead:
         fast = self.fast
         shaped = self.shaped(a, b) if c >= _SHAPE_SHARE else None
         special: bytes | bytearray | None = None
+        shapes: array | None = None
         if shaped is not None:
-            starts, stops, codes, fmts, special = shaped
+            starts, stops, codes, fmts, special, shapes = shaped
         elif fast is None or c < 2:
             starts, stops, codes, fmts = self.mixed(a, b)
         else:
@@ -354,15 +367,20 @@ class _BulkRead:
         cols.level[a:b] = bytes(map(and_, codes, repeat(0xFF)))
         cols.signature[a:b] = array("i", map(rshift, codes, repeat(8)))
         cols.special[a:b] = self.special(starts, stops, a) if special is None else special
+        if shapes is not None:
+            cols.shape[a:b] = shapes
 
-    def shaped(self, a: int, b: int) -> tuple[list[int], list[int], list[int], bytearray, bytearray] | None:
+    def shaped(
+        self, a: int, b: int
+    ) -> tuple[list[int], list[int], list[int], bytearray, bytearray, array] | None:
         """Lines a to b - 1 read by their shape (every digit made ``0``), when the chunk is ASCII and
         few shapes make it up (a log repeats its messages, numbers aside): the alternation is tried
         once per shape, and its spans, prefix codes and special flags given to each line of it.
 
         Exact: no built-in pattern tells one ASCII digit from another (a test checks), so a line and
         its shape match alike with the same spans. Prefix groups holding a digit (a logger's line
-        number, a process id) are read from each line's own text. None: the chunk is read otherwise.
+        number, a process id) are read from each line's own text. Each line's message shape is
+        coded too (matching tells most messages apart by it). None: the chunk is read otherwise.
         """
         text, bounds, cols = self.cols.text, self.bounds, self.cols
         piece = text[bounds[a] : bounds[b] - 1]
@@ -377,12 +395,13 @@ class _BulkRead:
         fmt_of, start_of, stop_of, has_of = {}, {}, {}, {}
         code_of: dict[int, int] = {}
         special_of: dict[int, int] = {}
+        shape_of: dict[int, int] = {}  # id -> the message shape's code, -1 where unknown
         by_line: set[int] = set()  # shapes whose lines are matched one by one (whole prefixes)
         digits: dict[int, tuple[_Plain, int, int, int, int]] = {}  # id -> format, group spans
         match, plain, headers, slow_first = self.match, self.plain, self.headers, self.slow_first
         for shape, k in ids.items():
             fmt_of[k] = start_of[k] = stop_of[k] = has_of[k] = code_of[k] = 0
-            special_of[k] = 1
+            special_of[k], shape_of[k] = 1, -1
             m = match(shape) if shape[:1] in _STARTERS else None
             if m is None:
                 continue
@@ -394,6 +413,7 @@ class _BulkRead:
             fmt_of[k] = entry.fmt
             if ms >= 0:
                 start_of[k], stop_of[k], has_of[k] = ms, me, 1
+                shape_of[k] = cols.shape_code(shape[ms:me])
                 special_of[k] = int(
                     ms >= me
                     or shape[ms] in slow_first
@@ -406,6 +426,7 @@ class _BulkRead:
             if "0" in shape[ls:le] or "0" in shape[ss:se]:
                 if ls < 0 or ss < 0:
                     by_line.add(k)  # an optional group absent: read as the line-by-line path does
+                    shape_of[k] = -1
                 else:
                     digits[k] = (entry, ls, le, ss, se)
                 continue
@@ -435,7 +456,8 @@ class _BulkRead:
                     fmts[j], starts[j], stops[j], codes[j] = prefixer.one(
                         cols, i, m, plain.get(m.lastindex or 0)
                     )
-        return starts, stops, codes, fmts, special
+        shapes = array("i", map(shape_of.__getitem__, line_ids))
+        return starts, stops, codes, fmts, special, shapes
 
     def digit_codes(
         self,

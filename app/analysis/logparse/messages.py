@@ -82,11 +82,26 @@ class LogMessages(Sequence[LogMessage]):
     times the log's size. Here most texts are spans of the log's own text, the rest (joined
     continuation lines, stripped texts) are kept whole; lines, end lines and level codes are
     arrays. ``texts()``, ``lines()`` and ``levels()`` give whole columns for bulk work.
+    ``_shape``: for a message read by its line's shape, an index into ``_shapes``, the shape
+    of its text (every digit made 0); else -1.
     """
 
-    __slots__ = ("_end", "_extra", "_level", "_levels", "_line", "_start", "_stop", "_text")
+    __slots__ = (
+        "_end",
+        "_extra",
+        "_level",
+        "_levels",
+        "_line",
+        "_shape",
+        "_shapes",
+        "_start",
+        "_stop",
+        "_text",
+    )
 
-    def __init__(self, text: str = "", levels: list[str | None] | None = None) -> None:
+    def __init__(
+        self, text: str = "", levels: list[str | None] | None = None, shapes: list[str] | None = None
+    ) -> None:
         self._text = text
         self._line = array("i")  # 1-based first line
         self._end = array("i")  # last line
@@ -96,6 +111,8 @@ class LogMessages(Sequence[LogMessage]):
         self._level = bytearray()  # index into ``_levels``
         self._levels: list[str | None] = levels if levels is not None else [None]
         self._extra: list[str] = []
+        self._shape = array("i")
+        self._shapes: list[str] = shapes if shapes is not None else []
 
     # -- building (the parser only) -------------------------------------------------------
 
@@ -113,6 +130,7 @@ class LogMessages(Sequence[LogMessage]):
         self._start.append(-len(self._extra))
         self._stop.append(0)
         self._level.append(self._code(level))
+        self._shape.append(-1)
 
     def _append_span(self, line: int, start: int, stop: int, code: int) -> None:
         self._line.append(line)
@@ -120,6 +138,7 @@ class LogMessages(Sequence[LogMessage]):
         self._start.append(start)
         self._stop.append(stop)
         self._level.append(code)
+        self._shape.append(-1)
 
     # -- reading --------------------------------------------------------------------------
 
@@ -161,6 +180,19 @@ class LogMessages(Sequence[LogMessage]):
             for k in compress(range(len(texts)), map(gt, repeat(0), self._start)):
                 texts[k] = self._extra[-self._start[k] - 1]
         return texts
+
+    def texts_where(self, mask: bytes) -> list[str]:
+        """The texts of the messages whose byte in ``mask`` is set, in order."""
+        starts = list(compress(self._start, mask))
+        texts = list(map(self._text.__getitem__, map(slice, starts, compress(self._stop, mask))))
+        if self._extra:
+            for k in compress(range(len(texts)), map(gt, repeat(0), starts)):
+                texts[k] = self._extra[-starts[k] - 1]
+        return texts
+
+    def shapes(self) -> tuple[Sequence[int], Sequence[str]]:
+        """Each message's shape code (-1: none known) and the shapes the codes index."""
+        return self._shape, self._shapes
 
     def lines(self) -> Sequence[int]:
         """Every message's first log line, in order (ascending)."""
@@ -269,7 +301,7 @@ class _Parser(_TracebackReader):
         self.prefixes = prefixes
         self.offset = offset
         self.prefixed = prefixes.count > 0
-        self.messages = LogMessages(lines.text, prefixes.levels)
+        self.messages = LogMessages(lines.text, prefixes.levels, prefixes.shapes)
         self.tracebacks: list[_Traceback] = []
         self.warnings: list[str] = []
         self.summaries: list[tuple[int, str]] = []  # (log line, text) of FAILED/FAIL: lines
@@ -362,6 +394,7 @@ class _Parser(_TracebackReader):
         m._start.extend(bounds[i:stop])
         m._stop.extend(map((-1).__add__, bounds[i + 1 : stop + 1]))
         m._level.extend(bytes(stop - i))
+        m._shape.extend(array("i", (-1,)) * count)
 
     def prefixed_run(self, i: int, stop: int) -> None:
         """Prefixed lines whose bodies cannot start anything: each ends the message before it.
@@ -379,6 +412,7 @@ class _Parser(_TracebackReader):
             m._start.extend(p.start[i:last])
             m._stop.extend(p.stop[i:last])
             m._level.extend(p.level[i:last])
+            m._shape.extend(p.shape[i:last] if p.shape else array("i", (-1,)) * count)
         self.open = (last, last, None, p.levels[p.level[last]])
         self.open_layered = False
         self.open_sig = p.sigs[p.signature[last]]
