@@ -350,8 +350,9 @@ class _BulkRead:
         shaped = self.shaped(a, b) if c >= _SHAPE_SHARE else None
         special: bytes | bytearray | None = None
         shapes: array | None = None
+        packed: tuple[bytes | bytearray, array] | None = None
         if shaped is not None:
-            starts, stops, codes, fmts, special, shapes = shaped
+            starts, stops, codes, fmts, special, shapes, packed = shaped
         elif fast is None or c < 2:
             starts, stops, codes, fmts = self.mixed(a, b)
         else:
@@ -364,15 +365,21 @@ class _BulkRead:
         cols.fmt[a:b] = fmts
         cols.start[a:b] = array(self.kind, starts)
         cols.stop[a:b] = array(self.kind, stops)
-        cols.level[a:b] = bytes(map(and_, codes, repeat(0xFF)))
-        cols.signature[a:b] = array("i", map(rshift, codes, repeat(8)))
+        if packed is not None:
+            cols.level[a:b], cols.signature[a:b] = packed
+        else:
+            cols.level[a:b] = bytes(map(and_, codes, repeat(0xFF)))
+            cols.signature[a:b] = array("i", map(rshift, codes, repeat(8)))
         cols.special[a:b] = self.special(starts, stops, a) if special is None else special
         if shapes is not None:
             cols.shape[a:b] = shapes
 
     def shaped(
         self, a: int, b: int
-    ) -> tuple[list[int], list[int], list[int], bytearray, bytearray, array] | None:
+    ) -> (
+        tuple[list[int], list[int], list[int], bytearray, bytearray, array, tuple[bytearray, array] | None]
+        | None
+    ):
         """Lines a to b - 1 read by their shape (every digit made ``0``), when the chunk is ASCII and
         few shapes make it up (a log repeats its messages, numbers aside): the alternation is tried
         once per shape, and its spans, prefix codes and special flags given to each line of it.
@@ -380,7 +387,10 @@ class _BulkRead:
         Exact: no built-in pattern tells one ASCII digit from another (a test checks), so a line and
         its shape match alike with the same spans. Prefix groups holding a digit (a logger's line
         number, a process id) are read from each line's own text. Each line's message shape is
-        coded too (matching tells most messages apart by it). None: the chunk is read otherwise.
+        coded too (matching tells most messages apart by it). A line without a message gets an
+        empty span at its start (only its prefix is read, as an empty body). The prefix codes come
+        packed, or as the level and signature columns when no line needs its own. None: the chunk
+        is read otherwise.
         """
         text, bounds, cols = self.cols.text, self.bounds, self.cols
         piece = text[bounds[a] : bounds[b] - 1]
@@ -392,7 +402,7 @@ class _BulkRead:
         if len(ids) * _SHAPE_SHARE > c:
             return None  # mostly distinct lines: matching each in the text costs less
         del piece
-        fmt_of, start_of, stop_of, has_of = {}, {}, {}, {}
+        fmt_of, start_of, stop_of = {}, {}, {}
         code_of: dict[int, int] = {}
         special_of: dict[int, int] = {}
         shape_of: dict[int, int] = {}  # id -> the message shape's code, -1 where unknown
@@ -400,7 +410,7 @@ class _BulkRead:
         digits: dict[int, tuple[_Plain, int, int, int, int]] = {}  # id -> format, group spans
         match, plain, headers, slow_first = self.match, self.plain, self.headers, self.slow_first
         for shape, k in ids.items():
-            fmt_of[k] = start_of[k] = stop_of[k] = has_of[k] = code_of[k] = 0
+            fmt_of[k] = start_of[k] = stop_of[k] = code_of[k] = 0
             special_of[k], shape_of[k] = 1, -1
             m = match(shape) if shape[:1] in _STARTERS else None
             if m is None:
@@ -412,7 +422,7 @@ class _BulkRead:
             ms, me = m.span(entry.msg)
             fmt_of[k] = entry.fmt
             if ms >= 0:
-                start_of[k], stop_of[k], has_of[k] = ms, me, 1
+                start_of[k], stop_of[k] = ms, me
                 shape_of[k] = cols.shape_code(shape[ms:me])
                 special_of[k] = int(
                     ms >= me
@@ -437,12 +447,20 @@ class _BulkRead:
                 raw = m.group(entry.level or entry.sig)
             code_of[k] = self.prefixer.packed(cols, entry, raw)
         firsts = bounds[a:b]
-        bases = firsts
-        if 0 in has_of.values():
-            bases = list(map(mul, firsts, map(has_of.__getitem__, line_ids)))  # no message: span 0, 0
-        starts = list(map(add, bases, map(start_of.__getitem__, line_ids)))
-        stops = list(map(add, bases, map(stop_of.__getitem__, line_ids)))
-        codes = list(map(code_of.__getitem__, line_ids))
+        starts = list(map(add, firsts, map(start_of.__getitem__, line_ids)))
+        stops = list(map(add, firsts, map(stop_of.__getitem__, line_ids)))
+        packed = None
+        if not digits and not by_line:  # every line's code is its shape's: the columns made directly
+            levels = {k: code & 0xFF for k, code in code_of.items()}
+            sigs = {k: code >> 8 for k, code in code_of.items()}
+            one = set(sigs.values())
+            packed = (
+                _column(levels, line_ids),
+                array("i", one) * c if len(one) == 1 else array("i", list(map(sigs.__getitem__, line_ids))),
+            )
+            codes = []
+        else:
+            codes = list(map(code_of.__getitem__, line_ids))
         fmts = _column(fmt_of, line_ids)
         special = _column(special_of, line_ids)
         if digits:
@@ -457,7 +475,7 @@ class _BulkRead:
                         cols, i, m, plain.get(m.lastindex or 0)
                     )
         shapes = array("i", map(shape_of.__getitem__, line_ids))
-        return starts, stops, codes, fmts, special, shapes
+        return starts, stops, codes, fmts, special, shapes, packed
 
     def digit_codes(
         self,
