@@ -353,3 +353,27 @@ def test_lines_stripped_of_trailing_whitespace_come_with_their_starts(
     text_out, starts = _stripped_lines(text)
     assert text_out == stripped
     assert list(starts) == [0, *(k + 1 for k, ch in enumerate(stripped) if ch == "\n")]
+
+
+@settings(max_examples=10, deadline=None)
+@given(
+    words=st.lists(
+        st.sampled_from(
+            ["all good", "FooError: bad 3", "it FAILED", "an eXception 9", "errors: 2", "fine 7"]
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+    seed=st.integers(0, 2**16),
+)
+def test_a_long_log_without_traceback_takes_its_error_as_line_by_line(words: list[str], seed: int) -> None:
+    """The error-looking fallback over a log read by its lines' shapes (and some unprefixed lines)."""
+    rng = random.Random(seed)
+    lines = []
+    for k in range(3000):
+        body = rng.choice(words) if rng.random() < 0.01 else f"step {k}: value {k * 7}"
+        lines.append(f"2017-09-16 16:38:59,{k % 1000:03d} stacktrace       L{k % 90:04d} INFO | {body}")
+        if rng.random() < 0.01:
+            lines.append(rng.choice(words))
+    log = "\n".join(lines) + "\n"
+    assert parse_log(log) == line_by_line(log)
