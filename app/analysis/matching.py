@@ -83,8 +83,7 @@ def _match(
             texts = messages.texts()
             numbers: Sequence[int] = range(len(texts))
         else:  # only the messages whose shape may hold a key: most texts are never cut out
-            texts = messages.texts_where(keep)
-            numbers = list(compress(range(len(keep)), keep))
+            numbers, texts = messages.selected(keep)
     else:
         texts = [m.text for m in messages]
         numbers = [m.index for m in messages]

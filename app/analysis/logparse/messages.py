@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from array import array
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from itertools import accumulate, compress, islice, repeat
 from operator import gt, is_, is_not, le, not_
 from typing import overload
@@ -181,31 +181,33 @@ class LogMessages(Sequence[LogMessage]):
                 texts[k] = self._extra[-self._start[k] - 1]
         return texts
 
-    def texts_where(self, mask: bytes) -> list[str]:
-        """The texts of the messages whose byte in ``mask`` is set, in order.
+    def selected(self, mask: bytes) -> tuple[list[int], list[str]]:
+        """The indexes and texts of the messages whose byte in ``mask`` is set, in order.
 
         A message whose shape holds no digit is its shape: that string serves, not a new cut.
         """
-        starts = list(compress(self._start, mask))
-        stops: Iterable[int] = compress(self._stop, mask)
-        texts: list[str | None] | None = None
-        if self._shapes:
-            known: list[str | None] = [None if "0" in s else s for s in self._shapes]
-            known.append(None)  # read for the code -1
-            texts = list(map(known.__getitem__, compress(self._shape, mask)))
-            if None not in texts:
-                return texts  # type: ignore[return-value]
-            need = bytes(map(is_, texts, repeat(None)))  # the others are cut out below
-            starts, stops = list(compress(starts, need)), compress(list(stops), need)
-        cut = list(map(self._text.__getitem__, map(slice, starts, stops)))
+        where = list(compress(range(len(mask)), mask))
+        if not self._shapes:
+            return where, self._cut(where)
+        known: list[str | None] = [None if "0" in s else s for s in self._shapes]
+        known.append(None)  # read for the code -1
+        texts = list(map(known.__getitem__, compress(self._shape, mask)))
+        if None in texts:
+            need = bytes(map(is_, texts, repeat(None)))
+            for k, text in zip(
+                compress(range(len(texts)), need), self._cut(list(compress(where, need))), strict=True
+            ):
+                texts[k] = text
+        return where, texts  # type: ignore[return-value]
+
+    def _cut(self, where: list[int]) -> list[str]:
+        """The texts of messages ``where`` (ascending indexes)."""
+        starts = list(map(self._start.__getitem__, where))
+        texts = list(map(self._text.__getitem__, map(slice, starts, map(self._stop.__getitem__, where))))
         if self._extra:
-            for k in compress(range(len(cut)), map(gt, repeat(0), starts)):
-                cut[k] = self._extra[-starts[k] - 1]
-        if texts is None:
-            return cut
-        for k, text in zip(compress(range(len(texts)), need), cut, strict=True):
-            texts[k] = text
-        return texts  # type: ignore[return-value]
+            for k in compress(range(len(texts)), map(gt, repeat(0), starts)):
+                texts[k] = self._extra[-starts[k] - 1]
+        return texts
 
     def shapes(self) -> tuple[Sequence[int], Sequence[str]]:
         """Each message's shape code (-1: none known) and the shapes the codes index."""
