@@ -331,6 +331,7 @@ class _BulkRead:
         self.headers = headers
         self.kind = cols.start.typecode
         self.bounds = bounds
+        self.by_shape = True  # chunks of few line shapes read a shape at a time
         # (format, level) -> signature -> code, for lines whose signatures hold digits
         self.by_sig: dict[tuple[int, str], dict[str, int]] = {}
         # the first format the alternation tries, when it is read in bulk: searched for over the text
@@ -347,7 +348,7 @@ class _BulkRead:
         matched one by one (in bulk when none was found); then the columns are stored."""
         c = b - a
         fast = self.fast
-        shaped = self.shaped(a, b) if c >= _SHAPE_SHARE else None
+        shaped = self.shaped(a, b) if self.by_shape and c >= _SHAPE_SHARE else None
         special: bytes | bytearray | None = None
         shapes: array | None = None
         packed: tuple[bytes | bytearray, array] | None = None
@@ -775,6 +776,7 @@ class _Prefixer:
         *,
         headers: tuple[str, ...] = (),
         bulk: bool = True,
+        shapes: bool = True,
     ) -> _PrefixColumns:
         """The prefix of each of the ``n`` lines of ``text`` (line i is ``text[bounds[i]:bounds[i+1]-1]``).
 
@@ -783,7 +785,9 @@ class _Prefixer:
         from the matches by C-level maps; only lines of other formats, or of none, are looked at
         one by one. A line whose message is an ordinary one (``_PrefixColumns.special`` clear)
         needs no further look: one ending in ``:`` is ordinary unless it ends like one of
-        ``headers``. ``bulk=False`` matches line by line instead.
+        ``headers``. ``bulk=False`` matches line by line instead. ``shapes``: chunks of few line
+        shapes are read a shape at a time (``_BulkRead.shaped``); False where few lines are
+        expected to have a prefix (no format was detected), which the other ways skip cheaply.
         """
         cols = _PrefixColumns(text, n)
         pattern = self.pattern
@@ -800,6 +804,7 @@ class _Prefixer:
             if fmt not in _TRANSPORTS and fmt != _LIVE_BRACKET:
                 plain[key] = _Plain(fmt + 2, msg_group, level_group, sig_group, {})
         bulk_read = _BulkRead(self, cols, plain, slow_first, headers, bounds)
+        bulk_read.by_shape = shapes
         for a in range(0, n, _CHUNK):
             bulk_read.chunk(a, min(n, a + _CHUNK))
         cols.count = n - cols.fmt.count(0)

@@ -753,6 +753,7 @@ def parse_log(text: str, *, prefix_format: str | None = None, max_lines: int | N
     lines = _Lines(text, bounds, n)
 
     spec = (prefix_format or "auto").strip()
+    detected: int | None = -1
     if custom is not None:
         prefixer, name = _Prefixer(custom, custom=True), "custom"
     elif spec == "plain":
@@ -764,7 +765,9 @@ def parse_log(text: str, *, prefix_format: str | None = None, max_lines: int | N
         prefixer = _Prefixer(_preferring(detected))
         name = "unknown" if detected is None else _FORMATS[detected][0]
 
-    prefixes = prefixer.columns(text, bounds, n, _SLOW_FIRST, headers=_COLON_ENDS, bulk=_FAST_PATH)
+    prefixes = prefixer.columns(
+        text, bounds, n, _SLOW_FIRST, headers=_COLON_ENDS, bulk=_FAST_PATH, shapes=detected is not None
+    )
     lines.prefixes = prefixes
     if custom is not None and not prefixes.count:
         warnings.append("the configured prefix_format matched no line of the log")
