@@ -292,6 +292,7 @@ def _parsed_log_matches_one_by_one(part_lists: list[list[str]], bodies: list[str
         stamp = f"2024-05-01 10:00:{k % 60:02d},{rng.randrange(1000):03d}"
         lines.append(f"{stamp} INFO {logger}: {rng.choice(bodies)}{number}{rng.choice(bodies)}")
     messages = parse_log("\n".join(lines) + "\n").messages
-    assert messages.shapes()[1]  # read by shapes
+    codes, shapes = messages.shapes()
+    assert shapes and len(codes) == len(messages)  # read by shapes: a code for every message
     matcher = Matcher([stmt(sid, *parts) for sid, parts in enumerate([["ab"], *part_lists])])
     assert matcher.match(messages, [1]) == matcher.match(list(messages), [1])

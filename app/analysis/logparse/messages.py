@@ -83,7 +83,8 @@ class LogMessages(Sequence[LogMessage]):
     continuation lines, stripped texts) are kept whole; lines, end lines and level codes are
     arrays. ``texts()``, ``lines()`` and ``levels()`` give whole columns for bulk work.
     ``_shape``: for a message read by its line's shape, an index into ``_shapes``, the shape
-    of its text (every digit made 0); else -1.
+    of its text (every digit made 0); else -1. Kept only when the parse read some line by its
+    shape (``_shapes`` is then given, and never empty).
     """
 
     __slots__ = (
@@ -130,7 +131,8 @@ class LogMessages(Sequence[LogMessage]):
         self._start.append(-len(self._extra))
         self._stop.append(0)
         self._level.append(self._code(level))
-        self._shape.append(-1)
+        if self._shapes:
+            self._shape.append(-1)
 
     def _append_span(self, line: int, start: int, stop: int, code: int) -> None:
         self._line.append(line)
@@ -138,7 +140,8 @@ class LogMessages(Sequence[LogMessage]):
         self._start.append(start)
         self._stop.append(stop)
         self._level.append(code)
-        self._shape.append(-1)
+        if self._shapes:
+            self._shape.append(-1)
 
     # -- reading --------------------------------------------------------------------------
 
@@ -413,7 +416,8 @@ class _Parser(_TracebackReader):
         m._start.extend(bounds[i:stop])
         m._stop.extend(map((-1).__add__, bounds[i + 1 : stop + 1]))
         m._level.extend(bytes(stop - i))
-        m._shape.extend(array("i", (-1,)) * count)
+        if m._shapes:
+            m._shape.extend(array("i", (-1,)) * count)
 
     def prefixed_run(self, i: int, stop: int) -> None:
         """Prefixed lines whose bodies cannot start anything: each ends the message before it.
@@ -431,7 +435,8 @@ class _Parser(_TracebackReader):
             m._start.extend(p.start[i:last])
             m._stop.extend(p.stop[i:last])
             m._level.extend(p.level[i:last])
-            m._shape.extend(p.shape[i:last] if p.shape else array("i", (-1,)) * count)
+            if m._shapes:
+                m._shape.extend(p.shape[i:last])
         self.open = (last, last, None, p.levels[p.level[last]])
         self.open_layered = False
         self.open_sig = p.sigs[p.signature[last]]
