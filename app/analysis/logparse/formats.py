@@ -162,7 +162,8 @@ class _PrefixColumns:
     """
 
     __slots__ = ("count", "fmt", "level", "level_codes", "levels", "sig_codes", "signature", "sigs")
-    __slots__ += ("shape", "shape_codes", "shapes", "special", "start", "stop", "text", "whole")
+    __slots__ += ("lazy", "lazy_codes", "shape", "shape_codes", "shapes", "special", "start", "stop", "text")
+    __slots__ += ("whole",)
 
     def __init__(self, text: str, n: int) -> None:
         self.text = text
@@ -177,6 +178,10 @@ class _PrefixColumns:
         self.shape = array("i")
         self.shapes: list[str] = []
         self.shape_codes: dict[str, int] = {}
+        # a negative signature code -k: the signature is the line's text over lazy[k - 1], a span
+        # from the message's start, read when first asked for (most lines' never are)
+        self.lazy: list[tuple[int, int]] = []
+        self.lazy_codes: dict[tuple[int, int], int] = {}
         self.count = 0  # lines with a prefix
         self.special = bytearray(b"\x01") * n
 
@@ -196,7 +201,7 @@ class _PrefixColumns:
             (
                 f - 2,
                 self.levels[self.level[i]],
-                self.sigs[self.signature[i]],
+                self.sig_at(i),
                 self.text[self.start[i] : self.stop[i]],
                 False,
                 False,
@@ -234,6 +239,27 @@ class _PrefixColumns:
         self.level_codes[level] = len(self.levels)
         self.levels.append(level)
         return self.level_codes[level]
+
+    def sig_at(self, i: int) -> str:
+        """Line i's signature (of a bulk-read line)."""
+        code = self.signature[i]
+        if code < 0:  # read from the line now, and kept
+            lo, hi = self.lazy[-code - 1]
+            start = self.start[i]
+            sig = self.text[start + lo : start + hi]
+            code = self.sig_codes.get(sig)
+            if code is None:
+                code = self.sig(sig)
+            self.signature[i] = code
+        return self.sigs[code]
+
+    def lazy_code(self, lo: int, hi: int) -> int:
+        """The negative signature code of a signature over ``lo:hi`` from the message's start."""
+        code = self.lazy_codes.get((lo, hi))
+        if code is None:
+            self.lazy.append((lo, hi))
+            code = self.lazy_codes[lo, hi] = -len(self.lazy)
+        return code
 
     def shape_code(self, shape: str) -> int:
         code = self.shape_codes.get(shape)
@@ -434,6 +460,16 @@ class _BulkRead:
                 )
             ls, le = m.span(entry.level) if entry.level else (0, 0)
             ss, se = m.span(entry.sig) if entry.sig else (0, 0)
+            if "0" in shape[ss:se] and "0" not in shape[ls:le] and ss >= 0 and ls >= 0:
+                # a signature with digits (a logger's line number, a process id): read per line
+                # only when asked for; the level is the shape's
+                raw_level = m.group(entry.level) if entry.level else None
+                level = self.prefixer.level(raw_level) if raw_level else None
+                level_code = cols.level_codes.get(level)
+                if level_code is None:
+                    level_code = cols.code(level)
+                code_of[k] = level_code | cols.lazy_code(ss - start_of[k], se - start_of[k]) << 8
+                continue
             if "0" in shape[ls:le] or "0" in shape[ss:se]:
                 if ls < 0 or ss < 0:
                     by_line.add(k)  # an optional group absent: read as the line-by-line path does

@@ -439,7 +439,7 @@ class _Parser(_TracebackReader):
                 m._shape.extend(p.shape[i:last])
         self.open = (last, last, None, p.levels[p.level[last]])
         self.open_layered = False
-        self.open_sig = p.sigs[p.signature[last]]
+        self.open_sig = p.sig_at(last)
 
     def step(self, i: int) -> int:
         """The full checks on line i; the index of the next line to read."""
