@@ -377,3 +377,19 @@ def test_a_long_log_without_traceback_takes_its_error_as_line_by_line(words: lis
             lines.append(rng.choice(words))
     log = "\n".join(lines) + "\n"
     assert parse_log(log) == line_by_line(log)
+
+
+def test_a_log_of_many_shapes_then_few_reads_as_line_by_line() -> None:
+    """Chunks of too many line shapes are read otherwise, and the chunks after them too for a while."""
+    rng = random.Random(5)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    head = [
+        f"2024-05-01 10:00:00,000 INFO test: {''.join(rng.choice(letters) for _ in range(12))}"
+        for _ in range(2500)
+    ]
+    tail = [
+        f"2017-09-16 16:38:59,{k % 1000:03d} stacktrace       L{k % 90:04d} INFO | {rng.choice(BODIES[:13])}"
+        for k in range(20000)
+    ]
+    log = "\n".join(head + tail + head[:300]) + "\n"
+    assert parse_log(log) == line_by_line(log)

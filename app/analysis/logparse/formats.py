@@ -290,6 +290,7 @@ _STARTER_AFTER_NEWLINE = re.compile(r"\n(?=[\d\[A-Zx])")
 _CHUNK = 2048  # lines matched at once: their match objects are alive together
 _DIGIT_SHAPE = str.maketrans("123456789", "000000000")
 _SHAPE_SHARE = 4  # a chunk is read by its lines' shapes when it has at most one shape per 4 lines
+_SHAPE_SKIP = 7  # chunks not tried by shape after one that was not: a failed try costs little then
 _LASTINDEX = attrgetter("lastindex")
 _START, _END, _GROUP = re.Match.start, re.Match.end, re.Match.group
 
@@ -358,6 +359,7 @@ class _BulkRead:
         self.kind = cols.start.typecode
         self.bounds = bounds
         self.by_shape = True  # chunks of few line shapes read a shape at a time
+        self.skip = 0  # chunks left untried by shape after one that had too many
         # (format, level) -> signature -> code, for lines whose signatures hold digits
         self.by_sig: dict[tuple[int, str], dict[str, int]] = {}
         # the first format the alternation tries, when it is read in bulk: searched for over the text
@@ -374,7 +376,14 @@ class _BulkRead:
         matched one by one (in bulk when none was found); then the columns are stored."""
         c = b - a
         fast = self.fast
-        shaped = self.shaped(a, b) if self.by_shape and c >= _SHAPE_SHARE else None
+        shaped = None
+        if self.by_shape and c >= _SHAPE_SHARE:
+            if self.skip:  # the last try found too many shapes (or no ASCII): the next chunks likely too
+                self.skip -= 1
+            else:
+                shaped = self.shaped(a, b)
+                if shaped is None:
+                    self.skip = _SHAPE_SKIP
         special: bytes | bytearray | None = None
         shapes: array | None = None
         packed: tuple[bytes | bytearray, array] | None = None
