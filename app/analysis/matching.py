@@ -15,7 +15,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from itertools import accumulate, compress
+from itertools import accumulate, compress, count
 
 import ahocorasick
 
@@ -78,8 +78,12 @@ def _match(
     # pass) and the result fanned out. Which statements end in L_exe and L_mm does not depend on
     # the order the messages are read in.
     if isinstance(messages, LogMessages):
-        texts = messages.texts()
-        numbers: Sequence[int] = range(len(texts))
+        keep = index.possible(*messages.shapes())
+        if keep is None:
+            texts = messages.texts()
+            numbers: Sequence[int] = range(len(texts))
+        else:  # only the messages whose shape may hold a key: most texts are never cut out
+            numbers, texts = messages.selected(keep)
     else:
         texts = [m.text for m in messages]
         numbers = [m.index for m in messages]
@@ -146,18 +150,26 @@ _SPACES = re.compile("  +")
 _BETWEEN = "\x00"  # joins texts for one automaton pass; log text never holds it (see clean_text)
 
 
-def _normalized_all(texts: Sequence[str]) -> list[str]:
-    """``_normalized`` of every text, in one substitution over them all.
+def _normalized_all(texts: Sequence[str], joined: str | None = None) -> list[str]:
+    """``_normalized`` of every text, in one substitution over them all (``joined``: the texts
+    already joined with ``_BETWEEN``).
 
     Newlines and tabs become spaces first; then text with no other whitespace (the usual case)
     takes a search for the literal double space, much faster than trying a whitespace class at
     every character.
     """
-    joined = _BETWEEN.join(texts).replace("\n", " ").replace("\t", " ")
+    if joined is None:
+        joined = _BETWEEN.join(texts)
+    joined = joined.replace("\n", " ").replace("\t", " ")
     odd = _ODD_ASCII_SPACE if joined.isascii() else _ODD_SPACE
     plain = not any(ch in joined for ch in odd)
     joined = (_SPACES if plain else _SPACE).sub(" ", joined).strip(" ")
     return joined.replace(" " + _BETWEEN, _BETWEEN).replace(_BETWEEN + " ", _BETWEEN).split(_BETWEEN)
+
+
+_DIGIT_SHAPE = str.maketrans("123456789", "000000000")
+_SHAPED_MIN = 256  # fewer texts are matched directly
+_SHAPED_SHARE = 4  # texts are first told by their shapes when there are at most a quarter as many
 
 
 class _Index:
@@ -168,6 +180,7 @@ class _Index:
         self._joinable = not any(_BETWEEN in f for p in patterns for f in p.fragments)
         self._always = tuple(i for i, p in enumerate(patterns) if not p.fragments)
         self._automaton: ahocorasick.Automaton | None = None
+        self._shaped: ahocorasick.Automaton | None = None  # the keys' shapes (digits made 0)
         keyed: dict[str, list[int]] = {}
         for i, pattern in enumerate(patterns):
             if pattern.fragments:
@@ -177,6 +190,10 @@ class _Index:
             for key, members in keyed.items():
                 self._automaton.add_word(key, tuple(members))
             self._automaton.make_automaton()
+            self._shaped = ahocorasick.Automaton()
+            for key in keyed:
+                self._shaped.add_word(key.translate(_DIGIT_SHAPE), True)
+            self._shaped.make_automaton()
 
     def match(self, text: str) -> tuple[int, ...]:
         """Sorted sids of the statements whose fragments occur in ``text`` in order."""
@@ -195,9 +212,48 @@ class _Index:
         """``match`` of each text (normalized here): one automaton pass over all of them joined."""
         if not texts:
             return []
-        if not self._joinable or any(_BETWEEN in t for t in texts):
+        joined = _BETWEEN.join(texts)
+        if not self._joinable or joined.count(_BETWEEN) != len(texts) - 1:
             return [self.match(_normalized(t)) for t in texts]
-        normal = _normalized_all(texts)
+        if self._always or self._automaton is None or len(texts) < _SHAPED_MIN:
+            return self._match_joined(texts, joined)
+        # Logs repeat a few messages with other numbers: the texts whose shape (every digit made
+        # 0) holds no key's shape cannot hold the key, and need no further look. A text holding
+        # a key holds its shape once both are shaped, and shaping commutes with normalizing.
+        shapes: dict[str, int] = {}
+        shape_ids = list(map(shapes.setdefault, joined.translate(_DIGIT_SHAPE).split(_BETWEEN), count()))
+        if len(shapes) * _SHAPED_SHARE > len(texts):
+            return self._match_joined(texts, joined)
+        del joined
+        hit = self._shaped_hits(list(shapes), list(shapes.values()))
+        keep = list(map(hit.__contains__, shape_ids))
+        out: list[tuple[int, ...]] = [()] * len(texts)
+        places = list(compress(range(len(texts)), keep))
+        for k, sids in zip(places, self._match_joined(list(compress(texts, keep))), strict=True):
+            out[k] = sids
+        return out
+
+    def possible(self, codes: Sequence[int], shapes: Sequence[str]) -> bytes | None:
+        """Which messages may match, by their shape codes (-1: unknown, so may) into ``shapes``
+        (a message's text with every digit made 0); None: all may, or no shape is known."""
+        if not shapes or self._always or self._shaped is None or not self._joinable:
+            return None
+        hit = self._shaped_hits(list(shapes), list(range(len(shapes))))
+        flags = [*map(hit.__contains__, range(len(shapes))), True]  # the last one read for -1
+        return bytes(map(flags.__getitem__, codes))
+
+    def _shaped_hits(self, shapes: list[str], ids: list[int]) -> set[int]:
+        """The ids of the shapes (normalized here) holding the shape of some pattern's key."""
+        assert self._shaped is not None
+        normal = _normalized_all(shapes)
+        starts = list(accumulate(map((1).__add__, map(len, normal[:-1])), initial=0))
+        return {ids[bisect_right(starts, end) - 1] for end, _ in self._shaped.iter(_BETWEEN.join(normal))}
+
+    def _match_joined(self, texts: Sequence[str], joined: str | None = None) -> list[tuple[int, ...]]:
+        """``match_all`` of texts that can be joined (``joined``: so joined already): one automaton pass."""
+        if not texts:
+            return []
+        normal = _normalized_all(texts, joined)
         joined = _BETWEEN.join(normal)
         starts = list(accumulate(map((1).__add__, map(len, normal[:-1])), initial=0))
         candidates: dict[int, set[int]] = {}

@@ -155,9 +155,9 @@ def test_message_columns_agree_with_the_messages() -> None:
 @settings(max_examples=200, deadline=None)
 @given(st.text(alphabet="ab \t\n\x0b\x1c\x85\u2028\xa0", max_size=60))
 def test_lines_are_read_without_their_trailing_whitespace(text: str) -> None:
-    from app.analysis.logparse.messages import _rstrip_lines
+    from app.analysis.logparse.messages import _stripped_lines
 
-    assert _rstrip_lines(text) == "\n".join(ln.rstrip() for ln in text.split("\n"))
+    assert _stripped_lines(text)[0] == "\n".join(ln.rstrip() for ln in text.split("\n"))
 
 
 def test_the_odd_whitespace_list_is_all_whitespace_but_space_and_newline() -> None:
@@ -245,8 +245,151 @@ def _long_log_reads_line_by_line(
 @given(lines=st.lists(st.integers(0, 40000), max_size=12), final_newline=st.booleans())
 def test_line_starts_are_the_offsets_after_every_newline(lines: list[int], final_newline: bool) -> None:
     """Lines longer than the pieces the text is split in, and pieces ending at a newline."""
-    from app.analysis.logparse.messages import _line_starts
+    from app.analysis.logparse.messages import _stripped_lines
 
     text = "\n".join("x" * k for k in lines) + ("\n" if final_newline else "")
     expected = [0, *(k + 1 for k, ch in enumerate(text) if ch == "\n")]
-    assert list(_line_starts(text)) == expected
+    assert list(_stripped_lines(text)[1]) == expected
+
+
+NUMBERED = [
+    "2017-09-16 16:38:{s:02d},{k:03d} stacktrace       L{n:04d} INFO | ",
+    "2015-07-31 09:37:44.{k:03d} {n} ERROR nova.compute.manager [req-{n} - -] ",
+    "08:39:{s:02d} init._fixture L{n:04d} ERROR | ",
+    "{level:<8} conftest{n}:conftest.py:{n} ",
+    "WARNING:root{n}:",
+    "2024-05-01 10:00:{s:02d},{k:03d} INFO test{n}: ",
+    "Jan  2 03:04:{s:02d} host prog[{n}]: ",
+    "2024-05-01 10:00:{s:02d},{k:03d} - mod{n} - INFO - ",
+]
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    prefixes=st.lists(st.sampled_from(NUMBERED), min_size=1, max_size=3),
+    bodies=st.lists(
+        st.sampled_from([*BODIES[:16], "step {n}: value {k}", "sent {n} bytes"]), min_size=1, max_size=4
+    ),
+    spread=st.sampled_from([3, 40, 5000]),
+    seed=st.integers(0, 2**16),
+)
+def test_logs_of_few_line_shapes_with_numbers_in_their_prefixes_read_as_line_by_line(
+    prefixes: list[str], bodies: list[str], spread: int, seed: int
+) -> None:
+    """Chunks read by their lines' shapes (numbers aside, a few templates): the prefix groups that
+    hold numbers (logger line numbers, process ids, logger names) read from each line's own text."""
+    rng = random.Random(seed)
+    lines = []
+    for k in range(4500):
+        n = rng.randrange(spread)
+        values = {"s": k % 60, "k": k % 1000, "n": n, "level": rng.choice(["INFO", "DEBUG", "ERROR"])}
+        body = rng.choice(bodies).format(w=f"w{n}", **values)
+        lines.append(rng.choice(prefixes).format(**values) + body)
+    log = "\n".join(lines) + "\n"
+    assert parse_log(log) == line_by_line(log)
+
+
+def test_no_built_in_prefix_pattern_tells_one_ascii_digit_from_another() -> None:
+    """Lines are read by their shapes (every digit made 0): sound only while no pattern has a digit
+    literal or a class holding some ASCII digits but not all."""
+    import re._parser as sre_parse  # type: ignore[import-not-found]
+
+    from app.analysis.logparse.formats import _FORMATS, _combined, _inner
+
+    digits = set(range(ord("0"), ord("9") + 1))
+
+    def check(items: object) -> None:
+        for op, arg in items:  # type: ignore[attr-defined]
+            name = str(op)
+            if name in ("LITERAL", "NOT_LITERAL"):
+                assert arg not in digits
+            elif name == "IN":
+                held: set[int] = set()
+                for inner_op, value in arg:
+                    if str(inner_op) == "LITERAL":
+                        held |= {value} & digits
+                    elif str(inner_op) == "RANGE":
+                        held |= set(range(value[0], value[1] + 1)) & digits
+                assert not held or held == digits
+            elif name in ("SUBPATTERN",):
+                check(arg[-1])
+            elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+                check(arg[2])
+            elif name == "BRANCH":
+                for branch in arg[1]:
+                    check(branch)
+            elif name in ("ASSERT", "ASSERT_NOT"):
+                check(arg[1])
+            elif name == "ATOMIC_GROUP":
+                check(arg)
+            elif name == "GROUPREF_EXISTS":
+                check(arg[1])
+                if arg[2] is not None:
+                    check(arg[2])
+
+    for pattern in (
+        *(p for _, p in _FORMATS),
+        _combined(tuple(range(len(_FORMATS)))).pattern,
+        _inner().pattern,
+    ):
+        check(sre_parse.parse(pattern))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    lines=st.lists(
+        st.tuples(st.integers(0, 40000), st.text(alphabet=" x\t\xa0\x1c\x85\u2028", max_size=4)), max_size=12
+    ),
+    final_newline=st.booleans(),
+)
+def test_lines_stripped_of_trailing_whitespace_come_with_their_starts(
+    lines: list[tuple[int, str]], final_newline: bool
+) -> None:
+    """Pieces of whole lines: lines longer than a piece, trailing spaces, other whitespace."""
+    from app.analysis.logparse.messages import _stripped_lines
+
+    text = "\n".join("x" * k + tail for k, tail in lines) + ("\n" if final_newline else "")
+    stripped = "\n".join(ln.rstrip() for ln in text.split("\n"))
+    text_out, starts = _stripped_lines(text)
+    assert text_out == stripped
+    assert list(starts) == [0, *(k + 1 for k, ch in enumerate(stripped) if ch == "\n")]
+
+
+@settings(max_examples=10, deadline=None)
+@given(
+    words=st.lists(
+        st.sampled_from(
+            ["all good", "FooError: bad 3", "it FAILED", "an eXception 9", "errors: 2", "fine 7"]
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+    seed=st.integers(0, 2**16),
+)
+def test_a_long_log_without_traceback_takes_its_error_as_line_by_line(words: list[str], seed: int) -> None:
+    """The error-looking fallback over a log read by its lines' shapes (and some unprefixed lines)."""
+    rng = random.Random(seed)
+    lines = []
+    for k in range(3000):
+        body = rng.choice(words) if rng.random() < 0.01 else f"step {k}: value {k * 7}"
+        lines.append(f"2017-09-16 16:38:59,{k % 1000:03d} stacktrace       L{k % 90:04d} INFO | {body}")
+        if rng.random() < 0.01:
+            lines.append(rng.choice(words))
+    log = "\n".join(lines) + "\n"
+    assert parse_log(log) == line_by_line(log)
+
+
+def test_a_log_of_many_shapes_then_few_reads_as_line_by_line() -> None:
+    """Chunks of too many line shapes are read otherwise, and the chunks after them too for a while."""
+    rng = random.Random(5)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    head = [
+        f"2024-05-01 10:00:00,000 INFO test: {''.join(rng.choice(letters) for _ in range(12))}"
+        for _ in range(2500)
+    ]
+    tail = [
+        f"2017-09-16 16:38:59,{k % 1000:03d} stacktrace       L{k % 90:04d} INFO | {rng.choice(BODIES[:13])}"
+        for k in range(20000)
+    ]
+    log = "\n".join(head + tail + head[:300]) + "\n"
+    assert parse_log(log) == line_by_line(log)

@@ -235,3 +235,64 @@ def test_all_texts_are_normalized_as_each_alone(texts: list[str]) -> None:
 
     if texts:
         assert _normalized_all(texts) == [_normalized(t) for t in texts]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    part_lists=st.lists(st.lists(st.text(alphabet="ab1 9:", min_size=1, max_size=4), max_size=3), max_size=6),
+    templates=st.lists(st.text(alphabet="ab1 9:\t\n", max_size=10), min_size=1, max_size=6),
+    numbers=st.lists(st.integers(0, 99999), min_size=1, max_size=20),
+    count=st.integers(1, 600),
+)
+def test_many_texts_of_few_shapes_match_as_each_alone(
+    part_lists: list[list[str]], templates: list[str], numbers: list[int], count: int
+) -> None:
+    """Texts first told apart by their shapes (digits made 0): the same statements as matched one by one."""
+    from app.analysis.matching import Matcher, _normalized
+
+    static = [stmt(sid, *parts) for sid, parts in enumerate(part_lists)]
+    texts = [
+        f"{templates[k % len(templates)]}{numbers[k % len(numbers)]}{templates[(k * 7) % len(templates)]}"
+        for k in range(count)
+    ]
+    index = Matcher(static).index
+    assert index.match_all(texts) == [index.match(_normalized(t)) for t in texts]
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    part_lists=st.lists(st.lists(st.text(alphabet="ab1 9:", min_size=1, max_size=4), max_size=3), max_size=6),
+    bodies=st.lists(st.text(alphabet="ab :\t", min_size=1, max_size=10), min_size=1, max_size=5),
+    seed=st.integers(0, 2**16),
+)
+def test_a_parsed_log_matches_as_its_messages_one_by_one(
+    part_lists: list[list[str]], bodies: list[str], seed: int
+) -> None:
+    """A long prefixed log read by its lines' shapes: the messages its shapes rule out match nothing."""
+    _parsed_log_matches_one_by_one(part_lists, bodies, seed)
+
+
+def test_messages_of_digit_free_shapes_match_as_one_by_one() -> None:
+    """Messages without digits are their shapes (no text cut out for them), beside others."""
+    parts = [["ab"], ["a 1"], ["b", "22"], ["ab", "7"], [":"]]
+    _parsed_log_matches_one_by_one(parts, ["ab a", " :b", "b 22 a", "x ab"], 7)
+
+
+def _parsed_log_matches_one_by_one(part_lists: list[list[str]], bodies: list[str], seed: int) -> None:
+    import random
+
+    from app.analysis.logparse import parse_log
+    from app.analysis.matching import Matcher
+
+    rng = random.Random(seed)
+    lines = []
+    for k in range(3000):
+        number = rng.choice([rng.randrange(10 ** rng.randrange(1, 6)), ""])
+        logger = rng.choice(["test", "app", "x1"])
+        stamp = f"2024-05-01 10:00:{k % 60:02d},{rng.randrange(1000):03d}"
+        lines.append(f"{stamp} INFO {logger}: {rng.choice(bodies)}{number}{rng.choice(bodies)}")
+    messages = parse_log("\n".join(lines) + "\n").messages
+    codes, shapes = messages.shapes()
+    assert shapes and len(codes) == len(messages)  # read by shapes: a code for every message
+    matcher = Matcher([stmt(sid, *parts) for sid, parts in enumerate([["ab"], *part_lists])])
+    assert matcher.match(messages, [1]) == matcher.match(list(messages), [1])

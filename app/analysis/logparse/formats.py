@@ -11,9 +11,9 @@ import re
 from array import array
 from bisect import bisect_left, bisect_right
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import cache
-from itertools import chain, compress, filterfalse, islice, repeat
+from itertools import chain, compress, count, filterfalse, islice, repeat
 from operator import add, and_, attrgetter, eq, ge, is_, is_not, mul, ne, not_, or_, rshift, sub
 from typing import Any, NamedTuple, Protocol
 
@@ -157,11 +157,13 @@ class _PrefixColumns:
     their message starts and ends and a level and signature code. Lines of transports, of
     pytest's bracket format and of user patterns, and lines the parser rewrites, keep a whole
     ``_Prefix``. ``special`` marks the lines whose prefix is absent or whose message might be
-    more than a message (the parser's full checks run on those).
+    more than a message (the parser's full checks run on those). ``shape``: for lines read by
+    their shape, an index into ``shapes``, their message's shape (every digit made 0); else -1.
     """
 
     __slots__ = ("count", "fmt", "level", "level_codes", "levels", "sig_codes", "signature", "sigs")
-    __slots__ += ("special", "start", "stop", "text", "whole")
+    __slots__ += ("lazy", "lazy_codes", "shape", "shape_codes", "shapes", "special", "start", "stop", "text")
+    __slots__ += ("whole",)
 
     def __init__(self, text: str, n: int) -> None:
         self.text = text
@@ -173,6 +175,13 @@ class _PrefixColumns:
         self.level_codes: dict[str | None, int] = {None: 0}
         self.sig_codes: dict[str, int] = {}
         self.whole: dict[int, _Prefix] = {}
+        self.shape = array("i")
+        self.shapes: list[str] = []
+        self.shape_codes: dict[str, int] = {}
+        # a negative signature code -k: the signature is the line's text over lazy[k - 1], a span
+        # from the message's start, read when first asked for (most lines' never are)
+        self.lazy: list[tuple[int, int]] = []
+        self.lazy_codes: dict[tuple[int, int], int] = {}
         self.count = 0  # lines with a prefix
         self.special = bytearray(b"\x01") * n
 
@@ -192,7 +201,7 @@ class _PrefixColumns:
             (
                 f - 2,
                 self.levels[self.level[i]],
-                self.sigs[self.signature[i]],
+                self.sig_at(i),
                 self.text[self.start[i] : self.stop[i]],
                 False,
                 False,
@@ -224,11 +233,40 @@ class _PrefixColumns:
         self.start, self.stop = (array(kind, bytes(array(kind).itemsize * n)) for _ in range(2))
         self.level = bytearray(n)
         self.signature = array("i", bytes(4 * n))
+        self.shape = array("i", (-1,)) * n
 
     def code(self, level: str | None) -> int:
         self.level_codes[level] = len(self.levels)
         self.levels.append(level)
         return self.level_codes[level]
+
+    def sig_at(self, i: int) -> str:
+        """Line i's signature (of a bulk-read line)."""
+        code = self.signature[i]
+        if code < 0:  # read from the line now, and kept
+            lo, hi = self.lazy[-code - 1]
+            start = self.start[i]
+            sig = self.text[start + lo : start + hi]
+            code = self.sig_codes.get(sig)
+            if code is None:
+                code = self.sig(sig)
+            self.signature[i] = code
+        return self.sigs[code]
+
+    def lazy_code(self, lo: int, hi: int) -> int:
+        """The negative signature code of a signature over ``lo:hi`` from the message's start."""
+        code = self.lazy_codes.get((lo, hi))
+        if code is None:
+            self.lazy.append((lo, hi))
+            code = self.lazy_codes[lo, hi] = -len(self.lazy)
+        return code
+
+    def shape_code(self, shape: str) -> int:
+        code = self.shape_codes.get(shape)
+        if code is None:
+            code = self.shape_codes[shape] = len(self.shapes)
+            self.shapes.append(shape)
+        return code
 
     def sig(self, sig: str) -> int:
         self.sig_codes[sig] = len(self.sigs)
@@ -250,6 +288,9 @@ _STARTERS = frozenset("0123456789[ABCDEFGHIJKLMNOPQRSTUVWXYZx")
 _STARTER = re.compile(r"[\d\[A-Zx]")  # the same, ``\d`` with every decimal digit
 _STARTER_AFTER_NEWLINE = re.compile(r"\n(?=[\d\[A-Zx])")
 _CHUNK = 2048  # lines matched at once: their match objects are alive together
+_DIGIT_SHAPE = str.maketrans("123456789", "000000000")
+_SHAPE_SHARE = 4  # a chunk is read by its lines' shapes when it has at most one shape per 4 lines
+_SHAPE_SKIP = 7  # chunks not tried by shape after one that was not: a failed try costs little then
 _LASTINDEX = attrgetter("lastindex")
 _START, _END, _GROUP = re.Match.start, re.Match.end, re.Match.group
 
@@ -276,6 +317,26 @@ def _space_chars() -> frozenset[str]:
     return frozenset(filter(str.isspace, map(chr, range(0x3001))))
 
 
+class _Same:
+    """A group that reads the same on every line: ``value``, ``count`` times."""
+
+    __slots__ = ("count", "value")
+
+    def __init__(self, value: str, count: int) -> None:
+        self.value, self.count = value, count
+
+    def __iter__(self) -> Iterator[str]:
+        return repeat(self.value, self.count)
+
+
+def _column(of: dict[int, int], ids: list[int]) -> bytearray:
+    """Each line's byte by its shape's id; one multiplication when all shapes give the same."""
+    values = set(of.values())
+    if len(values) == 1:
+        return bytearray((values.pop(),)) * len(ids)
+    return bytearray(map(of.__getitem__, ids))
+
+
 class _BulkRead:
     """``_Prefixer.columns`` over the built-in formats, a chunk of lines at a time."""
 
@@ -297,6 +358,10 @@ class _BulkRead:
         self.headers = headers
         self.kind = cols.start.typecode
         self.bounds = bounds
+        self.by_shape = True  # chunks of few line shapes read a shape at a time
+        self.skip = 0  # chunks left untried by shape after one that had too many
+        # (format, level) -> signature -> code, for lines whose signatures hold digits
+        self.by_sig: dict[tuple[int, str], dict[str, int]] = {}
         # the first format the alternation tries, when it is read in bulk: searched for over the text
         self.fast: re.Pattern[str] | None = None
         first = min(prefixer.table)
@@ -311,7 +376,20 @@ class _BulkRead:
         matched one by one (in bulk when none was found); then the columns are stored."""
         c = b - a
         fast = self.fast
-        if fast is None or c < 2:
+        shaped = None
+        if self.by_shape and c >= _SHAPE_SHARE:
+            if self.skip:  # the last try found too many shapes (or no ASCII): the next chunks likely too
+                self.skip -= 1
+            else:
+                shaped = self.shaped(a, b)
+                if shaped is None:
+                    self.skip = _SHAPE_SKIP
+        special: bytes | bytearray | None = None
+        shapes: array | None = None
+        packed: tuple[bytes | bytearray, array] | None = None
+        if shaped is not None:
+            starts, stops, codes, fmts, special, shapes, packed = shaped
+        elif fast is None or c < 2:
             starts, stops, codes, fmts = self.mixed(a, b)
         else:
             starts, stops, codes, fmts = self.found(a, b)
@@ -323,9 +401,192 @@ class _BulkRead:
         cols.fmt[a:b] = fmts
         cols.start[a:b] = array(self.kind, starts)
         cols.stop[a:b] = array(self.kind, stops)
-        cols.level[a:b] = bytes(map(and_, codes, repeat(0xFF)))
-        cols.signature[a:b] = array("i", map(rshift, codes, repeat(8)))
-        cols.special[a:b] = self.special(starts, stops, a)
+        if packed is not None:
+            cols.level[a:b], cols.signature[a:b] = packed
+        else:
+            cols.level[a:b] = bytes(map(and_, codes, repeat(0xFF)))
+            cols.signature[a:b] = array("i", map(rshift, codes, repeat(8)))
+        cols.special[a:b] = self.special(starts, stops, a) if special is None else special
+        if shapes is not None:
+            cols.shape[a:b] = shapes
+
+    def shaped(
+        self, a: int, b: int
+    ) -> (
+        tuple[list[int], list[int], list[int], bytearray, bytearray, array, tuple[bytearray, array] | None]
+        | None
+    ):
+        """Lines a to b - 1 read by their shape (every digit made ``0``), when the chunk is ASCII and
+        few shapes make it up (a log repeats its messages, numbers aside): the alternation is tried
+        once per shape, and its spans, prefix codes and special flags given to each line of it.
+
+        Exact: no built-in pattern tells one ASCII digit from another (a test checks), so a line and
+        its shape match alike with the same spans. Prefix groups holding a digit (a logger's line
+        number, a process id) are read from each line's own text. Each line's message shape is
+        coded too (matching tells most messages apart by it). A line without a message gets an
+        empty span at its start (only its prefix is read, as an empty body). The prefix codes come
+        packed, or as the level and signature columns when no line needs its own. None: the chunk
+        is read otherwise.
+        """
+        text, bounds, cols = self.cols.text, self.bounds, self.cols
+        piece = text[bounds[a] : bounds[b] - 1]
+        if not piece.isascii():
+            return None
+        c = b - a
+        ids: dict[str, int] = {}
+        line_ids = list(map(ids.setdefault, piece.translate(_DIGIT_SHAPE).split("\n"), count()))
+        if len(ids) * _SHAPE_SHARE > c:
+            return None  # mostly distinct lines: matching each in the text costs less
+        del piece
+        fmt_of, start_of, stop_of = {}, {}, {}
+        code_of: dict[int, int] = {}
+        special_of: dict[int, int] = {}
+        shape_of: dict[int, int] = {}  # id -> the message shape's code, -1 where unknown
+        by_line: set[int] = set()  # shapes whose lines are matched one by one (whole prefixes)
+        digits: dict[int, tuple[_Plain, int, int, int, int]] = {}  # id -> format, group spans
+        match, plain, headers, slow_first = self.match, self.plain, self.headers, self.slow_first
+        for shape, k in ids.items():
+            fmt_of[k] = start_of[k] = stop_of[k] = code_of[k] = 0
+            special_of[k], shape_of[k] = 1, -1
+            m = match(shape) if shape[:1] in _STARTERS else None
+            if m is None:
+                continue
+            entry = plain.get(m.lastindex or 0)
+            if entry is None:
+                by_line.add(k)
+                continue
+            ms, me = m.span(entry.msg)
+            fmt_of[k] = entry.fmt
+            if ms >= 0:
+                start_of[k], stop_of[k] = ms, me
+                shape_of[k] = cols.shape_code(shape[ms:me])
+                special_of[k] = int(
+                    ms >= me
+                    or shape[ms] in slow_first
+                    or shape[me - 1] == "]"
+                    or (shape[me - 1] == ":" and shape.endswith(headers, ms, me))
+                    or shape.find(".py", ms, me) >= 0
+                )
+            ls, le = m.span(entry.level) if entry.level else (0, 0)
+            ss, se = m.span(entry.sig) if entry.sig else (0, 0)
+            if "0" in shape[ss:se] and "0" not in shape[ls:le] and ss >= 0 and ls >= 0:
+                # a signature with digits (a logger's line number, a process id): read per line
+                # only when asked for; the level is the shape's
+                raw_level = m.group(entry.level) if entry.level else None
+                level = self.prefixer.level(raw_level) if raw_level else None
+                level_code = cols.level_codes.get(level)
+                if level_code is None:
+                    level_code = cols.code(level)
+                code_of[k] = level_code | cols.lazy_code(ss - start_of[k], se - start_of[k]) << 8
+                continue
+            if "0" in shape[ls:le] or "0" in shape[ss:se]:
+                if ls < 0 or ss < 0:
+                    by_line.add(k)  # an optional group absent: read as the line-by-line path does
+                    shape_of[k] = -1
+                else:
+                    digits[k] = (entry, ls, le, ss, se)
+                continue
+            raw: object = None
+            if entry.level and entry.sig:
+                raw = m.group(entry.level, entry.sig)
+            elif entry.level or entry.sig:
+                raw = m.group(entry.level or entry.sig)
+            code_of[k] = self.prefixer.packed(cols, entry, raw)
+        firsts = bounds[a:b]
+        starts = list(map(add, firsts, map(start_of.__getitem__, line_ids)))
+        stops = list(map(add, firsts, map(stop_of.__getitem__, line_ids)))
+        packed = None
+        if not digits and not by_line:  # every line's code is its shape's: the columns made directly
+            levels = {k: code & 0xFF for k, code in code_of.items()}
+            sigs = {k: code >> 8 for k, code in code_of.items()}
+            one = set(sigs.values())
+            packed = (
+                _column(levels, line_ids),
+                array("i", one) * c if len(one) == 1 else array("i", list(map(sigs.__getitem__, line_ids))),
+            )
+            codes = []
+        else:
+            codes = list(map(code_of.__getitem__, line_ids))
+        fmts = _column(fmt_of, line_ids)
+        special = _column(special_of, line_ids)
+        if digits:
+            self.digit_codes(firsts, line_ids, digits, codes, {k: shape for shape, k in ids.items()})
+        if by_line:
+            prefixer = self.prefixer
+            for j in compress(range(c), map(by_line.__contains__, line_ids)):
+                i = a + j
+                m = match(text, bounds[i], bounds[i + 1] - 1)
+                if m is not None:  # it is: the line matches as its shape did
+                    fmts[j], starts[j], stops[j], codes[j] = prefixer.one(
+                        cols, i, m, plain.get(m.lastindex or 0)
+                    )
+        shapes = array("i", map(shape_of.__getitem__, line_ids))
+        return starts, stops, codes, fmts, special, shapes, packed
+
+    def digit_codes(
+        self,
+        firsts: Sequence[int],
+        line_ids: list[int],
+        digits: dict[int, tuple[_Plain, int, int, int, int]],
+        codes: list[int],
+        shapes: dict[int, str],
+    ) -> None:
+        """The prefix codes of the lines whose level or signature group holds a digit, from each
+        line's own text (the spans are its shape's), a format at a time; new ones coded in line order."""
+        text = self.cols.text
+        for entry in {v[0].fmt: v[0] for v in digits.values()}.values():
+            ours = {k: v for k, v in digits.items() if v[0] is entry}
+            if len(ours) == len(shapes):  # every line: the usual case
+                lines: Sequence[int] = range(len(line_ids))
+                sub, starts = line_ids, firsts
+            else:
+                lines = list(compress(range(len(line_ids)), map(ours.__contains__, line_ids)))
+                sub = list(map(line_ids.__getitem__, lines))
+                starts = list(map(firsts.__getitem__, lines))
+            groups: list[Iterable[str]] = []
+            for at, group in ((1, entry.level), (3, entry.sig)):
+                if not group:
+                    continue
+                spans = {k: (v[at], v[at + 1]) for k, v in ours.items()}
+                if not any("0" in shapes[k][lo:hi] for k, (lo, hi) in spans.items()):
+                    same = {k: shapes[k][lo:hi] for k, (lo, hi) in spans.items()}  # no digit: as its shape
+                    values = set(same.values())
+                    if len(values) == 1:
+                        groups.append(_Same(values.pop(), len(sub)))
+                    else:
+                        groups.append(map(same.__getitem__, sub))
+                    continue
+                ends = [starts]
+                for side in (0, 1):
+                    offsets = {span[side] for span in spans.values()}
+                    if len(offsets) == 1:
+                        ends.append(map(add, starts, repeat(offsets.pop())))
+                    else:
+                        at_side = {k: span[side] for k, span in spans.items()}
+                        ends.append(map(add, starts, map(at_side.__getitem__, sub)))
+                groups.append(map(text.__getitem__, map(slice, ends[1], ends[2])))
+            if len(groups) == 2 and isinstance(groups[0], _Same):
+                # one level for all: the lines are told apart by their signatures alone
+                level = groups[0].value
+                known = self.by_sig.setdefault((entry.fmt, level), {})
+                sigs = list(groups[1])
+                got: list[int | None] = list(map(known.get, sigs))
+                if None in got:
+                    for sig in dict.fromkeys(compress(sigs, map(is_, got, repeat(None)))):
+                        known[sig] = self.prefixer.packed(self.cols, entry, (level, sig))
+                    got = list(map(known.get, sigs))
+            else:
+                raws: list[object] = list(zip(*groups, strict=True) if len(groups) == 2 else groups[0])
+                got = list(map(entry.codes.get, raws))
+                if None in got:
+                    for raw in dict.fromkeys(compress(raws, map(is_, got, repeat(None)))):
+                        self.prefixer.packed(self.cols, entry, raw)
+                    got = list(map(entry.codes.get, raws))
+            if isinstance(lines, range):
+                codes[:] = got  # type: ignore[assignment]
+            else:
+                for j, code in zip(lines, got, strict=True):
+                    codes[j] = code  # type: ignore[assignment]
 
     def found(self, a: int, b: int) -> tuple[list[int], list[int], list[int], bytearray]:
         """Lines a + 1 to b - 1 searched for the first format at once (its match at a line start
@@ -560,6 +821,7 @@ class _Prefixer:
         *,
         headers: tuple[str, ...] = (),
         bulk: bool = True,
+        shapes: bool = True,
     ) -> _PrefixColumns:
         """The prefix of each of the ``n`` lines of ``text`` (line i is ``text[bounds[i]:bounds[i+1]-1]``).
 
@@ -568,7 +830,9 @@ class _Prefixer:
         from the matches by C-level maps; only lines of other formats, or of none, are looked at
         one by one. A line whose message is an ordinary one (``_PrefixColumns.special`` clear)
         needs no further look: one ending in ``:`` is ordinary unless it ends like one of
-        ``headers``. ``bulk=False`` matches line by line instead.
+        ``headers``. ``bulk=False`` matches line by line instead. ``shapes``: chunks of few line
+        shapes are read a shape at a time (``_BulkRead.shaped``); False where few lines are
+        expected to have a prefix (no format was detected), which the other ways skip cheaply.
         """
         cols = _PrefixColumns(text, n)
         pattern = self.pattern
@@ -585,6 +849,7 @@ class _Prefixer:
             if fmt not in _TRANSPORTS and fmt != _LIVE_BRACKET:
                 plain[key] = _Plain(fmt + 2, msg_group, level_group, sig_group, {})
         bulk_read = _BulkRead(self, cols, plain, slow_first, headers, bounds)
+        bulk_read.by_shape = shapes
         for a in range(0, n, _CHUNK):
             bulk_read.chunk(a, min(n, a + _CHUNK))
         cols.count = n - cols.fmt.count(0)

@@ -11,7 +11,7 @@ from array import array
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from itertools import accumulate, compress, islice, repeat
-from operator import gt
+from operator import gt, is_, is_not, le, not_
 from typing import overload
 
 from app.analysis.logparse.formats import (
@@ -82,11 +82,27 @@ class LogMessages(Sequence[LogMessage]):
     times the log's size. Here most texts are spans of the log's own text, the rest (joined
     continuation lines, stripped texts) are kept whole; lines, end lines and level codes are
     arrays. ``texts()``, ``lines()`` and ``levels()`` give whole columns for bulk work.
+    ``_shape``: for a message read by its line's shape, an index into ``_shapes``, the shape
+    of its text (every digit made 0); else -1. Kept only when the parse read some line by its
+    shape (``_shapes`` is then given, and never empty).
     """
 
-    __slots__ = ("_end", "_extra", "_level", "_levels", "_line", "_start", "_stop", "_text")
+    __slots__ = (
+        "_end",
+        "_extra",
+        "_level",
+        "_levels",
+        "_line",
+        "_shape",
+        "_shapes",
+        "_start",
+        "_stop",
+        "_text",
+    )
 
-    def __init__(self, text: str = "", levels: list[str | None] | None = None) -> None:
+    def __init__(
+        self, text: str = "", levels: list[str | None] | None = None, shapes: list[str] | None = None
+    ) -> None:
         self._text = text
         self._line = array("i")  # 1-based first line
         self._end = array("i")  # last line
@@ -96,6 +112,8 @@ class LogMessages(Sequence[LogMessage]):
         self._level = bytearray()  # index into ``_levels``
         self._levels: list[str | None] = levels if levels is not None else [None]
         self._extra: list[str] = []
+        self._shape = array("i")
+        self._shapes: list[str] = shapes if shapes is not None else []
 
     # -- building (the parser only) -------------------------------------------------------
 
@@ -113,6 +131,8 @@ class LogMessages(Sequence[LogMessage]):
         self._start.append(-len(self._extra))
         self._stop.append(0)
         self._level.append(self._code(level))
+        if self._shapes:
+            self._shape.append(-1)
 
     def _append_span(self, line: int, start: int, stop: int, code: int) -> None:
         self._line.append(line)
@@ -120,6 +140,8 @@ class LogMessages(Sequence[LogMessage]):
         self._start.append(start)
         self._stop.append(stop)
         self._level.append(code)
+        if self._shapes:
+            self._shape.append(-1)
 
     # -- reading --------------------------------------------------------------------------
 
@@ -161,6 +183,38 @@ class LogMessages(Sequence[LogMessage]):
             for k in compress(range(len(texts)), map(gt, repeat(0), self._start)):
                 texts[k] = self._extra[-self._start[k] - 1]
         return texts
+
+    def selected(self, mask: bytes) -> tuple[list[int], list[str]]:
+        """The indexes and texts of the messages whose byte in ``mask`` is set, in order.
+
+        A message whose shape holds no digit is its shape: that string serves, not a new cut.
+        """
+        where = list(compress(range(len(mask)), mask))
+        if not self._shapes:
+            return where, self._cut(where)
+        known: list[str | None] = [None if "0" in s else s for s in self._shapes]
+        known.append(None)  # read for the code -1
+        texts = list(map(known.__getitem__, compress(self._shape, mask)))
+        if None in texts:
+            need = bytes(map(is_, texts, repeat(None)))
+            for k, text in zip(
+                compress(range(len(texts)), need), self._cut(list(compress(where, need))), strict=True
+            ):
+                texts[k] = text
+        return where, texts  # type: ignore[return-value]
+
+    def _cut(self, where: list[int]) -> list[str]:
+        """The texts of messages ``where`` (ascending indexes)."""
+        starts = list(map(self._start.__getitem__, where))
+        texts = list(map(self._text.__getitem__, map(slice, starts, map(self._stop.__getitem__, where))))
+        if self._extra:
+            for k in compress(range(len(texts)), map(gt, repeat(0), starts)):
+                texts[k] = self._extra[-starts[k] - 1]
+        return texts
+
+    def shapes(self) -> tuple[Sequence[int], Sequence[str]]:
+        """Each message's shape code (-1: none known) and the shapes the codes index."""
+        return self._shape, self._shapes
 
     def lines(self) -> Sequence[int]:
         """Every message's first log line, in order (ascending)."""
@@ -269,7 +323,7 @@ class _Parser(_TracebackReader):
         self.prefixes = prefixes
         self.offset = offset
         self.prefixed = prefixes.count > 0
-        self.messages = LogMessages(lines.text, prefixes.levels)
+        self.messages = LogMessages(lines.text, prefixes.levels, prefixes.shapes)
         self.tracebacks: list[_Traceback] = []
         self.warnings: list[str] = []
         self.summaries: list[tuple[int, str]] = []  # (log line, text) of FAILED/FAIL: lines
@@ -356,12 +410,14 @@ class _Parser(_TracebackReader):
         """Ordinary lines of an unprefixed log: each one message, its text the line itself."""
         self.flush()
         m, bounds, first = self.messages, self.lines.bounds, self.lineno(i)
-        lines = range(first, first + stop - i)
-        m._line.extend(lines)
-        m._end.extend(lines)
+        count = stop - i
+        m._line.extend(range(first, first + count))
+        m._end.extend(m._line[-count:])  # one line each: copied in C, not counted again
         m._start.extend(bounds[i:stop])
         m._stop.extend(map((-1).__add__, bounds[i + 1 : stop + 1]))
         m._level.extend(bytes(stop - i))
+        if m._shapes:
+            m._shape.extend(array("i", (-1,)) * count)
 
     def prefixed_run(self, i: int, stop: int) -> None:
         """Prefixed lines whose bodies cannot start anything: each ends the message before it.
@@ -373,15 +429,17 @@ class _Parser(_TracebackReader):
         m, p, first = self.messages, self.prefixes, self.lineno(i)
         last = stop - 1
         if last > i:
-            lines = range(first, first + last - i)
-            m._line.extend(lines)
-            m._end.extend(lines)
+            count = last - i
+            m._line.extend(range(first, first + count))
+            m._end.extend(m._line[-count:])  # one line each: copied in C, not counted again
             m._start.extend(p.start[i:last])
             m._stop.extend(p.stop[i:last])
             m._level.extend(p.level[i:last])
+            if m._shapes:
+                m._shape.extend(p.shape[i:last])
         self.open = (last, last, None, p.levels[p.level[last]])
         self.open_layered = False
-        self.open_sig = p.sigs[p.signature[last]]
+        self.open_sig = p.sig_at(last)
 
     def step(self, i: int) -> int:
         """The full checks on line i; the index of the next line to read."""
@@ -564,7 +622,7 @@ class _Parser(_TracebackReader):
         """The last message naming an exception (else saying error/failed), with what follows it."""
         weak: int | None = None
         text_of = self.messages.text
-        for k in range(len(self.messages) - 1, -1, -1):
+        for k in reversed(self.error_candidates()):
             text = text_of(k)
             if ("Error" in text or "Exception" in text) and any(
                 w.endswith(("Error", "Exception")) for w in _WORD.findall(text)
@@ -577,6 +635,45 @@ class _Parser(_TracebackReader):
                 ):
                     weak = k
         return None if weak is None else (self.messages[weak].line, self.with_followers(weak))
+
+    def error_candidates(self) -> list[int]:
+        """The messages that may name an error (``exception``, ``error`` or ``fail`` in any case),
+        ascending: by their shapes where the parse coded most messages (a shape holds such a word
+        when its text does: digits are no letters), else by a search of the log's text."""
+        m = self.messages
+        codes, shapes = m.shapes()
+        if shapes and codes.count(-1) * 4 < len(codes):
+            flags = [any(word in shape.lower() for word in _ERROR_HINTS) for shape in shapes]
+            flags.append(True)  # read for the code -1: the text is tested below
+            found = list(compress(range(len(codes)), map(flags.__getitem__, codes)))
+            text_of = m.text
+            return [
+                k for k in found if codes[k] >= 0 or any(word in text_of(k).lower() for word in _ERROR_HINTS)
+            ]
+        text = m._text
+        if "\u0130" in text:  # the one character whose lower case is longer: test every message
+            return list(range(len(m)))
+        n = len(m)
+        spans: Sequence[int] = range(n)
+        starts: Sequence[int] = m._start
+        found: set[int] = set()
+        if m._extra:  # the messages kept whole are all candidates; the rest are spans of the text
+            is_span = bytes(map(le, repeat(0), m._start))
+            spans, starts = list(compress(spans, is_span)), list(compress(starts, is_span))
+            found.update(compress(range(n), map(not_, is_span)))
+        hits: list[int] = []
+        for lo in range(0, len(text), _PIECE):
+            piece = text[lo : lo + _PIECE + _HINT_OVERLAP].lower()
+            for word in _ERROR_HINTS:
+                at = piece.find(word)
+                while 0 <= at < _PIECE:
+                    hits.append(lo + at)
+                    at = piece.find(word, at + 1)
+        for pos in hits:
+            j = bisect_right(starts, pos) - 1
+            if j >= 0 and pos < m._stop[spans[j]]:
+                found.add(spans[j])
+        return sorted(found)
 
     def with_followers(self, k: int) -> str:
         """A message ending in ``:`` goes on in the next lines (autotest's ``CmdError:`` blocks); one
@@ -600,6 +697,9 @@ class _Parser(_TracebackReader):
         return "\n".join(parts)
 
 
+# what a text ``error_looking`` takes holds, lowered: "Exception", or "error" or "fail" in its lower case
+_ERROR_HINTS = ("exception", "error", "fail")
+_HINT_OVERLAP = len("exception") - 1  # a word across two pieces is found in the first
 _WRAPPED_MAX = 4  # continuation lines of one wrapped error line
 # words no sentence ends with: a line ending in one was wrapped
 _DANGLING = frozenset(
@@ -641,8 +741,7 @@ def parse_log(text: str, *, prefix_format: str | None = None, max_lines: int | N
     if _binary_share(text) > 0.1:
         warnings.append("the log looks like binary data; it was read as text")
 
-    text = _rstrip_lines(text)
-    bounds = _line_starts(text)
+    text, bounds = _stripped_lines(text)
     if text.endswith("\n"):
         n = len(bounds) - 1  # the text after the last newline is no line
     else:
@@ -659,6 +758,7 @@ def parse_log(text: str, *, prefix_format: str | None = None, max_lines: int | N
     lines = _Lines(text, bounds, n)
 
     spec = (prefix_format or "auto").strip()
+    detected: int | None = -1
     if custom is not None:
         prefixer, name = _Prefixer(custom, custom=True), "custom"
     elif spec == "plain":
@@ -670,7 +770,9 @@ def parse_log(text: str, *, prefix_format: str | None = None, max_lines: int | N
         prefixer = _Prefixer(_preferring(detected))
         name = "unknown" if detected is None else _FORMATS[detected][0]
 
-    prefixes = prefixer.columns(text, bounds, n, _SLOW_FIRST, headers=_COLON_ENDS, bulk=_FAST_PATH)
+    prefixes = prefixer.columns(
+        text, bounds, n, _SLOW_FIRST, headers=_COLON_ENDS, bulk=_FAST_PATH, shapes=detected is not None
+    )
     lines.prefixes = prefixes
     if custom is not None and not prefixes.count:
         warnings.append("the configured prefix_format matched no line of the log")
@@ -708,15 +810,37 @@ def _all_frames(parser: _Parser, text: str, bounds: array, n: int, offset: int) 
 _PIECE = 1 << 16  # characters of the text split at once: the pieces' lines are short-lived
 
 
-def _line_starts(text: str) -> array:
-    """0 and the offset after every newline of ``text``: the lengths of its lines summed in C,
-    a piece of the text at a time (splitting it whole would hold a string per line at once)."""
+def _stripped_lines(text: str) -> tuple[str, array]:
+    """The text with every line's trailing whitespace cut (the parser's lines are read so), and
+    its line starts: 0 and the offset after every newline.
+
+    A piece of whole lines at a time (splitting the text whole would hold a string per line at
+    once): its lines' lengths, summed in C, give the starts, and ``str.rstrip`` returns a line
+    it leaves unchanged as the same object, so only a piece where some line lost trailing
+    whitespace is rebuilt, and the text with it.
+    """
     bounds = array(_offset_type(len(text)), [0])
-    for lo in range(0, len(text), _PIECE):
-        parts = text[lo : lo + _PIECE].split("\n")
-        parts.pop()  # what follows the piece's last newline
-        bounds.extend(islice(accumulate(map((1).__add__, map(len, parts)), initial=lo), 1, None))
-    return bounds
+    kept: list[str] | None = None  # the text's pieces, once one of them changed
+    lo, base, size = 0, 0, len(text)
+    while lo < size:
+        hi = text.rfind("\n", lo, lo + _PIECE) + 1
+        if hi <= lo:  # a line longer than a piece
+            hi = text.find("\n", lo + _PIECE) + 1 or size
+        piece = text[lo:hi]
+        parts = piece.split("\n")
+        stripped = list(map(str.rstrip, parts))
+        if any(map(is_not, stripped, parts)):
+            parts = stripped
+            piece = "\n".join(parts)
+            if kept is None:
+                kept = [text[:lo]]
+        if kept is not None:
+            kept.append(piece)
+        parts.pop()  # what follows the piece's last newline: "" unless the text ends there
+        bounds.extend(islice(accumulate(map((1).__add__, map(len, parts)), initial=base), 1, None))
+        base += len(piece)
+        lo = hi
+    return (text if kept is None else "".join(kept)), bounds
 
 
 # whitespace (as str.isspace and str.rstrip see it) other than the space and the newline
@@ -726,31 +850,3 @@ _ODD_SPACE = (
     + "\x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
     + "\u2028\u2029\u202f\u205f\u3000"
 )
-_TRAILING_RUN = re.compile(r"[^\S\n](?<![^\S\n][^\S\n])[^\S\n]*+(?=\n|\Z)")
-
-
-def _rstrip_lines(text: str) -> str:
-    """Every line without its trailing whitespace (the parser's lines are read so).
-
-    Most logs have no whitespace but spaces and newlines: their trailing spaces are found by a
-    plain substring search. Others take one substitution, tried only from the first character
-    of a whitespace run (the lookbehind), which keeps it linear on long blank runs.
-    """
-    odd = _ODD_ASCII_SPACE if text.isascii() else _ODD_SPACE
-    if any(ch in text for ch in odd):
-        return _TRAILING_RUN.sub("", text)
-    pieces: list[str] = []
-    done = 0
-    find = text.find
-    hit = find(" \n")
-    while hit >= 0:
-        cut = hit
-        while cut > done and text[cut - 1] == " ":
-            cut -= 1
-        pieces.append(text[done:cut])
-        done = hit + 1
-        hit = find(" \n", hit + 2)
-    if not pieces and not text.endswith(" "):
-        return text
-    pieces.append(text[done:].rstrip(" ") if text.endswith(" ") else text[done:])
-    return "".join(pieces)
