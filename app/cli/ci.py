@@ -21,6 +21,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from app.analysis.parsed import ParseCache
 from app.ci import CiReport, Triager, local_triager, triage_results
 from app.cli import UsageError
 from app.cli.flags import add_job_flags, add_option_flags, job_given, options_given
@@ -116,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
             triager = local_triager(options, client, history=reader, limits=settings.cost_limits())
             report = asyncio.run(_triage(results, checkout, triager, client, settings.max_files_per_case))
             if store is not None and not args.no_store:
-                report = _record(store, report, job, started, checkout, options)
+                report = _record(store, report, job, started, checkout, options, triager.parses)
         finally:
             if store is not None:
                 store.close()
@@ -185,7 +186,13 @@ def _open_store(url: str) -> Store | None:
 
 
 def _record(
-    store: Store, report: CiReport, job: Job, started: datetime, checkout: Checkout, options: TriageOptions
+    store: Store,
+    report: CiReport,
+    job: Job,
+    started: datetime,
+    checkout: Checkout,
+    options: TriageOptions,
+    parses: ParseCache,
 ) -> CiReport:
     """The job into the store (``app.store.jobs.record_job``); a database problem is a warning,
     never a lost report."""
@@ -194,7 +201,7 @@ def _record(
 
     url = safe_url(str(store.engine.url))
     try:
-        report, recorded = record_job(store, report, job, started, checkout, options)
+        report, recorded = record_job(store, report, job, started, checkout, options, parses)
     except Exception as exc:
         print(f"tcfl ci: warning: runs not recorded in {url}: {type(exc).__name__}: {exc}", file=sys.stderr)
         return report

@@ -9,6 +9,7 @@ pass trace computed once, every script checked against the cost limits first.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,7 +17,7 @@ from app.analysis.limits import CostLimits, check_text
 from app.analysis.logparse import parse_log
 from app.analysis.model import Loc, State
 from app.analysis.mustrun import must_run_lines
-from app.analysis.parsed import ParseCache, log_patterns
+from app.analysis.parsed import ParseCache, ParsedScripts, log_patterns
 from app.analysis.pipeline import analyze
 from app.history.packed import pack_trace, packable
 from app.history.rank import Values
@@ -103,20 +104,32 @@ def pass_trace(
     if not record.scripts:
         return None
     try:
-        program = parses.get(list(record.scripts), log_patterns(()), limits).program
+        parsed = parses.get(list(record.scripts), log_patterns(()), limits)
     except ValueError:
         if limits is not None:
             raise
         return None
+    program = parsed.program
     # ``app.analysis.mustrun.passing_states``, by file: must-run lines "E", other code lines "D"
     ran = must_run_lines(program, record.key.key) or must_run_lines(program, record.key.name)
     if not ran:
         return None
+    by_path: dict[str, set[int]] = {}
+    for loc in ran:
+        by_path.setdefault(loc.path, set()).add(loc.line)
     trace: dict[str, Any] = {}
-    for f in program.files:
-        done = {loc.line for loc in ran if loc.path == f.path}  # code lines (``must_run_lines``)
-        trace[f.path] = {"E": sorted(done), "N": [], "D": [n for n in sorted(f.code_lines) if n not in done]}
+    for f, code in zip(program.files, parsed.kept(_code_order), strict=True):
+        done = by_path.get(f.path, set())  # code lines (``must_run_lines``)
+        doubtful = list(code)
+        for n in sorted(done & f.code_lines, reverse=True):  # a few lines out of thousands
+            del doubtful[bisect_left(doubtful, n)]
+        trace[f.path] = {"E": sorted(done), "N": [], "D": doubtful}
     return trace
+
+
+def _code_order(parsed: ParsedScripts) -> tuple[tuple[int, ...], ...]:
+    """Each file's code lines, ascending: once per parse, for the many passes of its tests."""
+    return tuple(tuple(sorted(f.code_lines)) for f in parsed.program.files)
 
 
 def batch_facts(
