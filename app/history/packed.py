@@ -50,7 +50,7 @@ def _ascending(lines: Sequence[Any]) -> bool:
         return False
     if not all(map(lt, lines, islice(lines, 1, None))):
         return False
-    return 0 <= lines[0] and lines[-1] <= _MAX_LINE
+    return lines[0] >= 0 and lines[-1] <= _MAX_LINE
 
 
 def pack_trace(trace: Mapping[str, Mapping[str, Sequence[int]]], *, checked: bool = False) -> bytes:
