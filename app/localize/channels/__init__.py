@@ -80,6 +80,15 @@ class Context:
             return parsed.kept(_parse_definers)
         return definers(self.facts)
 
+    @cached_property
+    def found_definitions(self) -> dict[tuple[str, int], tuple[int, ...]]:
+        """(name, using statement) -> its definitions (``dataflow.definitions``): kept per parse,
+        where analyses of the same scripts share it, else for this ranking."""
+        parsed = self.analysis.parsed
+        if parsed is not None and parsed.program is self.analysis.program:
+            return parsed.kept(_no_definitions)
+        return {}
+
     def sid_at(self, path: str, line: int) -> int | None:
         """The statement owning a source line, from the analysis' one line index (innermost wins)."""
         stmt = self.analysis.line_index.get((path, line))
@@ -119,3 +128,7 @@ def definers(facts: Facts) -> dict[str, tuple[int, ...]]:
 
 def _parse_definers(parsed: ParsedScripts) -> dict[str, tuple[int, ...]]:
     return definers(parsed.derived(build_facts))
+
+
+def _no_definitions(parsed: ParsedScripts) -> dict[tuple[str, int], tuple[int, ...]]:
+    return {}

@@ -145,7 +145,17 @@ def earlier_conditions(ctx: Context, clause: Statement) -> list[int]:
 
 
 def definitions(ctx: Context, name: str, use: Statement) -> list[int]:
-    """Statements that may have assigned ``name`` before ``use`` read it."""
+    """Statements that may have assigned ``name`` before ``use`` read it; found once per parse
+    (``Context.found_definitions``): each failure's walk of the same scripts asks again."""
+    memo = ctx.found_definitions
+    key = (name, use.sid)
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = tuple(_definitions(ctx, name, use))
+    return list(found)
+
+
+def _definitions(ctx: Context, name: str, use: Statement) -> list[int]:
     facts = ctx.facts
     if name.startswith("attr:"):
         found = [sid for sid in ctx.definers.get(name, ()) if sid != use.sid]
@@ -258,9 +268,17 @@ def _results(ctx: Context, fid: str) -> list[int]:
 
 def _collector(scores: Scores) -> Credit:
     def credit(sid: int, hops: int, detail: str, factor: float) -> None:
-        put(scores, sid, Signal(DECAY**hops * factor, detail))
+        value = DECAY**hops * factor
+        if _beats(scores, sid, value):
+            scores[sid] = Signal(value, detail)
 
     return credit
+
+
+def _beats(scores: Scores, sid: int, value: float) -> bool:
+    """``put``'s test, before the Signal (and its text) is made: most credits of a walk do not
+    beat the statement's best."""
+    return value > 0 and (sid not in scores or value > scores[sid].value)
 
 
 def quoted_names(message: str) -> frozenset[str]:
@@ -290,7 +308,9 @@ def check_scores(ctx: Context, site: int | None) -> Scores:
     if checks_in_place(ctx, site):
 
         def weaker(sid: int, hops: int, detail: str, factor: float) -> None:
-            put(scores, sid, Signal(IN_PLACE * DECAY**hops * factor, f"{detail} (checked by the assert)"))
+            value = IN_PLACE * DECAY**hops * factor
+            if _beats(scores, sid, value):
+                scores[sid] = Signal(value, f"{detail} (checked by the assert)")
 
         walk(ctx, site, ctx.facts.uses.get(site, ()), weaker, quoted)
     scale = IN_PLACE if checks_in_place(ctx, site) else 1.0  # an assert's own condition is the check
@@ -302,7 +322,9 @@ def check_scores(ctx: Context, site: int | None) -> Scores:
         put(scores, guard, Signal(value, detail))
 
         def scaled(sid: int, hops: int, detail: str, factor: float, value: float = value) -> None:
-            put(scores, sid, Signal(value * DECAY**hops * factor, f"{detail} (checked by the condition)"))
+            credited = value * DECAY**hops * factor
+            if _beats(scores, sid, credited):
+                scores[sid] = Signal(credited, f"{detail} (checked by the condition)")
 
         walk(ctx, guard, ctx.facts.uses.get(guard, ()), scaled, quoted)
     _expected_side(ctx, site, scores, quoted)
