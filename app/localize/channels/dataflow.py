@@ -213,36 +213,34 @@ def walk(ctx: Context, start: int, names: Iterable[str], credit: Credit, quoted:
         shown = name.removeprefix("attr:")
         use = statements[use_sid]
         where = "the failing line" if use_sid == start else f"line {use.start_line}"
-        for def_sid in definitions(ctx, name, use):
+        found = definitions(ctx, name, use)
+        if found:  # the texts once per visit, not per definition or call site
+            defines, guards = f"defines `{shown}` used at {where}", f"guards the assignment of `{shown}`"
+            returns = f"returns the value of `{shown}`"
+        for def_sid in found:
             imported = name in facts.imports.get(def_sid, ())
-            credit(
-                def_sid, hops + 1, f"defines `{shown}` used at {where}", IMPORT_FACTOR if imported else 1.0
-            )
+            credit(def_sid, hops + 1, defines, IMPORT_FACTOR if imported else 1.0)
             if imported:
                 continue
             guard = statements[def_sid].parent
             if guard is not None:
-                credit(
-                    guard, hops + (1 if shown in quoted else 2), f"guards the assignment of `{shown}`", 1.0
-                )
-            for used in sorted(facts.uses.get(def_sid, ())):
-                queue.append((used, def_sid, hops + 1))
+                credit(guard, hops + (1 if shown in quoted else 2), guards, 1.0)
+            queue.extend((used, def_sid, hops + 1) for used in _uses(ctx, def_sid))
             for call in facts.calls.get(def_sid, ()):
                 for fid in ctx.by_name.get(call.callee, ()):
                     for ret in ctx.functions[fid].statements:
                         if statements[ret].kind == StmtKind.RETURN:
-                            credit(ret, hops + 1, f"returns the value of `{shown}`", 1.0)
-                            for used in sorted(facts.uses.get(ret, ())):
-                                queue.append((used, ret, hops + 1))
+                            credit(ret, hops + 1, returns, 1.0)
+                            queue.extend((used, ret, hops + 1) for used in _uses(ctx, ret))
         params = facts.params.get(use.function, ())
         if not name.startswith("attr:") and name in params:
             for fid in ctx.by_name.get(name, ()):  # a pytest fixture: the parameter is what it returns
                 for out in _results(ctx, fid):
                     credit(out, hops + 1, f"fixture {name}() produces `{name}`", 1.0)
-                    for used in sorted(facts.uses.get(out, ())):
-                        queue.append((used, out, hops + 1))
+                    queue.extend((used, out, hops + 1) for used in _uses(ctx, out))
             function = ctx.functions[use.function]
             index = params.index(name)
+            passes = f"passes `{name}` to {function.name}()"
             for site in facts.call_sites.get(function.name, ()):
                 for call in facts.calls.get(site, ()):
                     if call.callee != function.name:
@@ -252,9 +250,18 @@ def walk(ctx: Context, start: int, names: Iterable[str], credit: Credit, quoted:
                     passed = dict(call.keywords).get(name)
                     if passed is None and 0 <= position < len(call.args):
                         passed = call.args[position]
-                    credit(site, hops + 1, f"passes `{name}` to {function.name}()", 1.0)
+                    credit(site, hops + 1, passes, 1.0)
                     for used in sorted(passed or ()):
                         queue.append((used, site, hops + 1))
+
+
+def _uses(ctx: Context, sid: int) -> tuple[str, ...]:
+    """The names ``sid`` reads, sorted (the walk's order), once per parse (``Context.sorted_uses``)."""
+    memo = ctx.sorted_uses
+    found = memo.get(sid)
+    if found is None:
+        found = memo[sid] = tuple(sorted(ctx.facts.uses.get(sid, ())))
+    return found
 
 
 def _results(ctx: Context, fid: str) -> list[int]:
