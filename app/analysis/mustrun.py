@@ -245,8 +245,7 @@ def reached_files(program: Program, test: str) -> frozenset[str] | None:
     if fn is None:
         return None
     callees = _callees(program)
-    by_fid = {f.fid: f for f in program.functions}
-    lines = {f.path: f.lines for f in program.files}
+    by_fid, lines, hooks, children = _reach_index(program)
     header = " ".join(lines[fn.path][n - 1] for n in fn.header_lines if 0 < n <= len(lines[fn.path]))
     named = set(re.findall(r"\w+", header))
     cls = fn.qualname.rpartition(".")[0]
@@ -254,15 +253,36 @@ def reached_files(program: Program, test: str) -> frozenset[str] | None:
         fn,
         *(
             f
-            for f in program.functions
-            if f.kind == "function"
-            and f.is_hook
-            and (f.name in named or (cls and f.path == fn.path and f.qualname.rpartition(".")[0] == cls))
+            for f in hooks
+            if f.name in named or (cls and f.path == fn.path and f.qualname.rpartition(".")[0] == cls)
         ),
     ]
     reached: list[str] = []
     for f in each_once(todo):
         reached.append(f.fid)
         todo.extend(c for sid in f.statements for c in callees.get(sid, ()))
-        todo.extend(g for g in program.functions if g.parent == f.fid)
+        todo.extend(children.get(f.fid, ()))
     return frozenset({fn.path, *(by_fid[fid].path for fid in reached)})
+
+
+ReachIndex = tuple[dict[str, Function], dict[str, tuple[str, ...]], list[Function], dict[str, list[Function]]]
+
+
+def _reach_index(program: Program) -> ReachIndex:
+    """What ``reached_files`` reads of the program alone, once per program (a CI job asks it for
+    every run): functions by id, files' lines, the hook functions and each function's nested
+    functions, both in program order."""
+    memo = _memo(program)
+    found = memo.get("reach")
+    if found is None:
+        children: dict[str, list[Function]] = {}
+        for g in program.functions:
+            if g.parent is not None:
+                children.setdefault(g.parent, []).append(g)
+        found = memo["reach"] = (
+            {f.fid: f for f in program.functions},
+            {f.path: f.lines for f in program.files},
+            [f for f in program.functions if f.kind == "function" and f.is_hook],
+            children,
+        )
+    return found  # type: ignore[no-any-return]
