@@ -35,10 +35,12 @@ from app.analysis.logstatements import DEFAULT_LOG_FUNCTIONS, find_log_statement
 from app.analysis.model import Block, LogStatement, Program, Script
 from app.analysis.source import (
     Captures,
+    FileParse,
     LineIndex,
     call_captures,
     line_index,
     normalize_newlines,
+    parse_file,
     parse_program,
     parse_tree,
 )
@@ -116,8 +118,17 @@ def parse_scripts(
     if limits is not None:
         for script, file, tree in zip(scripts, files, trees, strict=True):
             file.check(script.path, tree, limits)
-    captures = [call_captures(tree) for tree in trees]  # one query per script, for calls and logging
-    program = parse_program(scripts, trees, captures)
+    queried: dict[int, Captures] = {}
+
+    def captures(n: int) -> Captures:
+        """One query per script, for calls and logging; only for what a file has not kept yet."""
+        if n not in queried:
+            queried[n] = call_captures(trees[n])
+        return queried[n]
+
+    pairs = enumerate(zip(scripts, files, strict=True))
+    parts = [file.parse(script, trees[n], captures, n) for n, (script, file) in pairs]
+    program = parse_program(scripts, parts=parts)
     index = line_index(program)
     graphs = {f.fid: flow_graph(program, f) for f in program.functions}
     return ParsedScripts(
@@ -137,12 +148,12 @@ def _log_statements(
     scripts: Sequence[Script],
     files: Sequence[_File],
     trees: Sequence[Tree],
-    captures: Sequence[Captures],
+    captures: Callable[[int], Captures],
     patterns: tuple[str, ...],
 ) -> tuple[LogStatement, ...]:
     out: list[LogStatement] = []
-    for script, file, tree, found in zip(scripts, files, trees, captures, strict=True):
-        for ls in file.log_calls(script.path, tree, found.get("callee", []), patterns):
+    for n, (script, file, tree) in enumerate(zip(scripts, files, trees, strict=True)):
+        for ls in file.log_calls(script.path, tree, lambda n=n: captures(n).get("callee", []), patterns):
             st = index.get((script.path, ls.line))
             if st is not None:  # built directly: dataclasses.replace costs far more than a constructor call
                 out.append(LogStatement(ls.path, ls.line, ls.end_line, ls.callee, ls.parts, st.sid))
@@ -151,12 +162,14 @@ def _log_statements(
 
 class _File:
     """What one file alone gives the parse: its tree (copied for each set that reads it), the
-    loosest cost limits it was found within, its log calls per log-function patterns."""
+    loosest cost limits it was found within, its log calls per log-function patterns, and its
+    statements and functions (``parse_file``), which a set only numbers on."""
 
     def __init__(self, tree: Tree) -> None:
         self.tree = tree
         self.checked: CostLimits | None = None
         self.calls: dict[tuple[str, ...], tuple[LogStatement, ...]] = {}
+        self.parsed: FileParse | None = None
         self._lock = threading.Lock()
 
     def check(self, path: str, tree: Tree, limits: CostLimits) -> None:
@@ -168,14 +181,24 @@ class _File:
         with self._lock:
             self.checked = limits
 
+    def parse(self, script: Script, tree: Tree, captures: Callable[[int], Captures], n: int) -> FileParse:
+        """The file's ``parse_file`` (from ``tree``, this set's copy, and ``captures(n)``), once."""
+        with self._lock:
+            found = self.parsed
+        if found is None:
+            found = parse_file(script, tree, captures(n))
+            with self._lock:
+                self.parsed = found
+        return found
+
     def log_calls(
-        self, path: str, tree: Tree, callees: Sequence[Node], patterns: tuple[str, ...]
+        self, path: str, tree: Tree, callees: Callable[[], Sequence[Node]], patterns: tuple[str, ...]
     ) -> tuple[LogStatement, ...]:
         """The file's log calls (without statement ids), found once per patterns."""
         with self._lock:
             found = self.calls.get(patterns)
         if found is None:
-            found = tuple(find_log_statements(tree.root_node, path, patterns, callees))
+            found = tuple(find_log_statements(tree.root_node, path, patterns, callees()))
             with self._lock:
                 self.calls[patterns] = found
         return found
