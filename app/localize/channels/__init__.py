@@ -98,6 +98,15 @@ class Context:
             return parsed.kept(_no_uses)
         return {}
 
+    @cached_property
+    def walk_memo(self) -> dict[tuple[str, ...], object]:
+        """What ``dataflow``'s walk derives from the scripts alone (a function's results, the
+        calls that bind a parameter), by a key naming it: kept per parse, as ``sorted_uses`` is."""
+        parsed = self.analysis.parsed
+        if parsed is not None and parsed.program is self.analysis.program:
+            return parsed.kept(_no_walks)
+        return {}
+
     def sid_at(self, path: str, line: int) -> int | None:
         """The statement owning a source line, from the analysis' one line index (innermost wins)."""
         stmt = self.analysis.line_index.get((path, line))
@@ -150,4 +159,8 @@ def _no_definitions(parsed: ParsedScripts) -> dict[tuple[str, int], tuple[int, .
 
 
 def _no_uses(parsed: ParsedScripts) -> dict[int, tuple[str, ...]]:
+    return {}
+
+
+def _no_walks(parsed: ParsedScripts) -> dict[tuple[str, ...], object]:
     return {}

@@ -238,21 +238,37 @@ def walk(ctx: Context, start: int, names: Iterable[str], credit: Credit, quoted:
                 for out in _results(ctx, fid):
                     credit(out, hops + 1, f"fixture {name}() produces `{name}`", 1.0)
                     queue.extend((used, out, hops + 1) for used in _uses(ctx, out))
-            function = ctx.functions[use.function]
-            index = params.index(name)
-            passes = f"passes `{name}` to {function.name}()"
-            for site in facts.call_sites.get(function.name, ()):
-                for call in facts.calls.get(site, ()):
-                    if call.callee != function.name:
-                        continue
-                    bound = 1 if call.via_attribute and params[:1] in (("self",), ("cls",)) else 0
-                    position = index - bound
-                    passed = dict(call.keywords).get(name)
-                    if passed is None and 0 <= position < len(call.args):
-                        passed = call.args[position]
-                    credit(site, hops + 1, passes, 1.0)
-                    for used in sorted(passed or ()):
-                        queue.append((used, site, hops + 1))
+            passes = f"passes `{name}` to {ctx.functions[use.function].name}()"
+            for site, used_names in _passed(ctx, use.function, name):
+                credit(site, hops + 1, passes, 1.0)
+                queue.extend((used, site, hops + 1) for used in used_names)
+
+
+def _passed(ctx: Context, fid: str, name: str) -> tuple[tuple[int, tuple[str, ...]], ...]:
+    """Each call of function ``fid`` (by its name), with the names the argument bound to its
+    parameter ``name`` reads, sorted: the walk's steps from a parameter to the call sites, found
+    once per parse (``Context.walk_memo``)."""
+    memo = ctx.walk_memo
+    key = ("passed", fid, name)
+    found = memo.get(key)
+    if found is None:
+        facts = ctx.facts
+        params = facts.params.get(fid, ())
+        function = ctx.functions[fid]
+        index = params.index(name)
+        out = []
+        for site in facts.call_sites.get(function.name, ()):
+            for call in facts.calls.get(site, ()):
+                if call.callee != function.name:
+                    continue
+                bound = 1 if call.via_attribute and params[:1] in (("self",), ("cls",)) else 0
+                position = index - bound
+                passed = dict(call.keywords).get(name)
+                if passed is None and 0 <= position < len(call.args):
+                    passed = call.args[position]
+                out.append((site, tuple(sorted(passed or ()))))
+        found = memo[key] = tuple(out)
+    return found  # type: ignore[no-any-return]
 
 
 def _uses(ctx: Context, sid: int) -> tuple[str, ...]:
@@ -265,7 +281,16 @@ def _uses(ctx: Context, sid: int) -> tuple[str, ...]:
 
 
 def _results(ctx: Context, fid: str) -> list[int]:
-    """The statements a function hands its value out with: returns and yields."""
+    """The statements a function hands its value out with: returns and yields (once per parse)."""
+    memo = ctx.walk_memo
+    key = ("results", fid)
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = tuple(_find_results(ctx, fid))
+    return list(found)
+
+
+def _find_results(ctx: Context, fid: str) -> list[int]:
     return [
         sid
         for sid in ctx.functions[fid].statements
