@@ -78,7 +78,7 @@ def value_scores(ctx: Context) -> Scores:
             if longest not in everything:  # one scan of the log excludes most templates
                 continue
             for flat, text, line in normalized:
-                holes = _holes(pieces, flat)
+                holes = _holes_in(pieces, flat)
                 if holes is not None:
                     _credit_holes(ctx, scores, sid, template, holes, text.strip()[:200], line)
                     break
@@ -116,9 +116,13 @@ def _facts_of(facts: Facts) -> ValueFacts:
     return binds, templates
 
 
-def _holes(pieces: list[str], text: str) -> list[str] | None:
-    """The text each hole printed, if ``text`` holds the template's ``pieces`` (spaces made one,
-    stripped) in order; else None."""
+def _holes(template: Template, text: str) -> list[str] | None:
+    """The text each hole printed, if ``text`` holds the template's pieces in order; else None."""
+    return _holes_in([_SPACES.sub(" ", p).strip() for p in template.pieces], text)
+
+
+def _holes_in(pieces: list[str], text: str) -> list[str] | None:
+    """``_holes`` of a template whose pieces are given with their spaces made one and stripped."""
     first = pieces[0]
     at = text.find(first) if first else 0
     if at < 0:
