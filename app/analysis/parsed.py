@@ -55,18 +55,39 @@ _TREE_LIMITS = tuple(
 
 @dataclass(frozen=True, eq=False)
 class ParsedScripts:
-    """What the static phase derives from one set of scripts and log-function patterns."""
+    """What the static phase derives from one set of scripts and log-function patterns.
+
+    The program is built with the parse; its log statements, flow graphs, blocks and call sites
+    on first use: a CI job's recording reads only the program of many sets (a test's scope, a
+    pass's must-run lines), which no analysis of theirs follows.
+    """
 
     trees: tuple[Tree, ...]
     program: Program
     index: LineIndex
-    log_statements: tuple[LogStatement, ...]
-    graphs: dict[str, FlowGraph]
-    blocks: tuple[Block, ...]
-    sites: dict[str, tuple[int, ...]]
     checked: CostLimits | None  # the limits these trees were found within (None: not checked)
+    # builds the log statements once (``_log_statements`` of this set's files), then dropped
+    _find_log_statements: list[Callable[[], tuple[LogStatement, ...]]] = field(
+        default_factory=list, repr=False
+    )
     _derived: dict[Callable[..., Any], Any] = field(default_factory=dict, repr=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
+
+    @property
+    def log_statements(self) -> tuple[LogStatement, ...]:
+        return self.kept(_found_log_statements)
+
+    @property
+    def graphs(self) -> dict[str, FlowGraph]:
+        return self.kept(_graphs)
+
+    @property
+    def blocks(self) -> tuple[Block, ...]:
+        return self.kept(_blocks)
+
+    @property
+    def sites(self) -> dict[str, tuple[int, ...]]:
+        return self.kept(_sites)
 
     def derived(self, build: Callable[[Program, tuple[Tree, ...]], T]) -> T:
         """``build(program, trees)``, computed once per parse: a later stage's script-only facts
@@ -91,6 +112,24 @@ class ParsedScripts:
             return
         with self._lock:
             _check_trees(scripts, self.trees, limits)
+
+
+def _found_log_statements(parsed: ParsedScripts) -> tuple[LogStatement, ...]:
+    found = parsed._find_log_statements[0]()  # a malformed pattern raises here, every time
+    parsed._find_log_statements.clear()  # its files and captures are let go
+    return found
+
+
+def _graphs(parsed: ParsedScripts) -> dict[str, FlowGraph]:
+    return {f.fid: flow_graph(parsed.program, f) for f in parsed.program.functions}
+
+
+def _blocks(parsed: ParsedScripts) -> tuple[Block, ...]:
+    return build_blocks(parsed.program, parsed.graphs)
+
+
+def _sites(parsed: ParsedScripts) -> dict[str, tuple[int, ...]]:
+    return call_sites(parsed.program)
 
 
 def _check_trees(scripts: Sequence[Script], trees: Sequence[Tree], limits: CostLimits) -> None:
@@ -130,16 +169,13 @@ def parse_scripts(
     parts = [file.parse(script, trees[n], captures, n) for n, (script, file) in pairs]
     program = parse_program(scripts, parts=parts)
     index = line_index(program)
-    graphs = {f.fid: flow_graph(program, f) for f in program.functions}
+    scripts = tuple(scripts)
     return ParsedScripts(
         trees=trees,
         program=program,
         index=index,
-        log_statements=_log_statements(index, scripts, files, trees, captures, patterns),
-        graphs=graphs,
-        blocks=build_blocks(program, graphs),
-        sites=call_sites(program),
         checked=limits,
+        _find_log_statements=[lambda: _log_statements(index, scripts, files, trees, captures, patterns)],
     )
 
 
