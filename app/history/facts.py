@@ -15,7 +15,7 @@ from typing import Any
 
 from app.analysis.limits import CostLimits, check_text
 from app.analysis.logparse import parse_log
-from app.analysis.model import Loc, State
+from app.analysis.model import Loc, ParsedLog, State
 from app.analysis.mustrun import must_run_lines
 from app.analysis.parsed import ParseCache, ParsedScripts, log_patterns
 from app.analysis.pipeline import analyze
@@ -26,13 +26,19 @@ from app.history.signatures import analysis_signature, parsed_signature
 from app.history.values import value_tuples
 
 
-def run_facts(record: RunRecord, parses: ParseCache, limits: CostLimits | None = None) -> Facts:
+def run_facts(
+    record: RunRecord,
+    parses: ParseCache,
+    limits: CostLimits | None = None,
+    parsed_log: ParsedLog | None = None,
+) -> Facts:
     """(err_sig, error message, estimated trace, printed values) from the run's log and scripts.
 
     A pass without a log (CI results files record passes so) still ran its test to the normal
     end: its trace is the test's must-run lines, the rest doubtful (``pass_trace``). A failure's
     err_sig is the one id of ``app.history.signatures``, or the one its record carries. With
-    ``limits``, scripts over them raise ``InputTooCostly`` before any analysis.
+    ``limits``, scripts over them raise ``InputTooCostly`` before any analysis. ``parsed_log``: the
+    record's log parsed already (``parse_log``).
     """
     failed = record.verdict in ("fail", "error")
     if not record.log:
@@ -41,7 +47,12 @@ def run_facts(record: RunRecord, parses: ParseCache, limits: CostLimits | None =
     if record.scripts:
         try:
             analysis = analyze(
-                list(record.scripts), record.log, parses=parses, variants=("tplus",), limits=limits
+                list(record.scripts),
+                record.log,
+                parses=parses,
+                variants=("tplus",),
+                limits=limits,
+                parsed_log=parsed_log,
             )
         except ValueError:
             if limits is not None:
@@ -168,8 +179,11 @@ def batch_facts(
                 continue
             checked.add(files)
         try:
-            kept = scoped(record, parses)
-            facts = run_facts(kept, parses, limits)
+            # a failure's log is read for its frames (the scope) and for its analysis: parsed once
+            failed = record.log and record.scripts and record.verdict in ("fail", "error")
+            parsed_log = parse_log(record.log) if failed and record.log else None
+            kept = scoped(record, parses, parsed_log)
+            facts = run_facts(kept, parses, limits, parsed_log)
         except ValueError as exc:  # this run's own log is past a limit: what its record carries
             out.append(RunFacts(paths, log_only(record), f"{record.test_id[:200]}: no trace recorded: {exc}"))
             continue
