@@ -8,6 +8,7 @@ Algorithm 4 lives in callsites.py, the enhanced trace in enhanced.py.
 from __future__ import annotations
 
 import bisect
+import weakref
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -21,6 +22,7 @@ from app.analysis.model import (
     VARIANTS,
     Block,
     Frame,
+    Function,
     Loc,
     MatchResult,
     Program,
@@ -208,20 +210,14 @@ def to_lines(program: Program, sids: Iterable[int]) -> frozenset[Loc]:
     for s in chosen:
         st = program.statements[s]
         lines_by_path.setdefault(st.path, set()).update(st.lines)
-    by_id = {f.fid: f for f in program.functions}
-    inner_first = sorted(
-        (f for f in program.functions if f.kind == "function"), key=lambda f: f.end_line - f.start_line
-    )
+    inner_first, owners, fids, containers = _line_orders(program)
+    entered = {fid for s in chosen for fid in owners.get(s, ())}  # functions holding a chosen statement
     has_child: set[str] = set()
     for fn in inner_first:
-        if fn.fid in has_child or any(s in chosen for s in fn.statements):
+        if fn.fid in has_child or fn.fid in entered:
             lines_by_path.setdefault(fn.path, set()).update(fn.header_lines)
-            if fn.parent is not None and fn.parent in by_id:
+            if fn.parent is not None and fn.parent in fids:
                 has_child.add(fn.parent)
-    containers = sorted(
-        ((sf.path, s, e, rows) for sf in program.files for s, e, rows in sf.container_headers),
-        key=lambda c: c[2] - c[1],
-    )
     ordered = {p: sorted(v) for p, v in lines_by_path.items()}
     for path, start, end, rows in containers:
         srt = ordered.get(path)
@@ -236,6 +232,36 @@ def to_lines(program: Program, sids: Iterable[int]) -> frozenset[Loc]:
                 break
             i += 1
     return frozenset(Loc(p, ln) for p, lines in lines_by_path.items() for ln in lines)
+
+
+LineOrders = tuple[
+    list[Function], dict[int, list[str]], frozenset[str], list[tuple[str, int, int, tuple[int, ...]]]
+]
+_ORDERS: dict[int, LineOrders] = {}
+
+
+def _line_orders(program: Program) -> LineOrders:
+    """What ``to_lines`` reads of the program alone, once per program (a CI job asks it for every
+    pass of a test file): its functions innermost first, the functions holding each statement, the
+    function ids, and the class bodies innermost first."""
+    key = id(program)
+    found = _ORDERS.get(key)
+    if found is None:
+        inner_first = sorted(
+            (f for f in program.functions if f.kind == "function"), key=lambda f: f.end_line - f.start_line
+        )
+        owners: dict[int, list[str]] = {}
+        for fn in inner_first:
+            for s in fn.statements:
+                owners.setdefault(s, []).append(fn.fid)
+        containers = sorted(
+            ((sf.path, s, e, rows) for sf in program.files for s, e, rows in sf.container_headers),
+            key=lambda c: c[2] - c[1],
+        )
+        found = (inner_first, owners, frozenset(f.fid for f in program.functions), containers)
+        _ORDERS[key] = found
+        weakref.finalize(program, _ORDERS.pop, key, None)
+    return found
 
 
 def _evidence_by_line(

@@ -49,7 +49,7 @@ def function_of_test(program: Program, test: str) -> Function | None:
     qualname = ".".join(parts)
     found = [
         f
-        for f in program.functions
+        for f in _by_name(program).get(parts[-1], ())
         if f.kind == "function"
         and f.name == parts[-1]
         and (f.qualname == qualname or qualname.endswith("." + f.qualname) or len(parts) == 1)
@@ -70,6 +70,32 @@ def _memo(program: Program) -> dict[Any, Any]:
         found = _MEMOS[key] = {}
         weakref.finalize(program, _MEMOS.pop, key, None)
     return found
+
+
+def _by_name(program: Program) -> dict[str, list[Function]]:
+    """The program's functions by name, in program order (module pseudo-functions under theirs),
+    once per program: a CI job looks up every pass's test function."""
+    memo = _memo(program)
+    found = memo.get("by_name")
+    if found is None:
+        found = {}
+        for f in program.functions:
+            found.setdefault(f.name, []).append(f)
+        memo["by_name"] = found
+    return found  # type: ignore[no-any-return]
+
+
+def _modules(program: Program) -> dict[str, list[Function]]:
+    """Each file's module pseudo-functions, in program order, once per program."""
+    memo = _memo(program)
+    found = memo.get("modules")
+    if found is None:
+        found = {}
+        for f in program.functions:
+            if f.kind == "module":
+                found.setdefault(f.path, []).append(f)
+        memo["modules"] = found
+    return found  # type: ignore[no-any-return]
 
 
 def on_every_path(program: Program, fn: Function) -> frozenset[int]:
@@ -120,15 +146,16 @@ def must_run(program: Program, test: str) -> frozenset[int]:
     callees = _callees(program)
     lines = {f.path: f.lines for f in program.files}
     cls = fn.qualname.rpartition(".")[0]
-    hooks = [
-        f
-        for f in program.functions
-        if f.path == fn.path
-        and f.qualname.rpartition(".")[0] == cls
-        and cls
-        and (is_setup(f) or is_teardown(f))
-    ]
-    module = [f for f in program.functions if f.kind == "module" and f.path == fn.path]
+    hooks = (
+        [
+            f
+            for f in program.functions
+            if f.path == fn.path and f.qualname.rpartition(".")[0] == cls and (is_setup(f) or is_teardown(f))
+        ]
+        if cls
+        else []
+    )
+    module = _modules(program).get(fn.path, [])
     out: set[int] = set()
     todo = [fn, *hooks, *module]
     for f in each_once(todo):
@@ -218,8 +245,7 @@ def reached_files(program: Program, test: str) -> frozenset[str] | None:
     if fn is None:
         return None
     callees = _callees(program)
-    by_fid = {f.fid: f for f in program.functions}
-    lines = {f.path: f.lines for f in program.files}
+    by_fid, lines, hooks, children = _reach_index(program)
     header = " ".join(lines[fn.path][n - 1] for n in fn.header_lines if 0 < n <= len(lines[fn.path]))
     named = set(re.findall(r"\w+", header))
     cls = fn.qualname.rpartition(".")[0]
@@ -227,15 +253,36 @@ def reached_files(program: Program, test: str) -> frozenset[str] | None:
         fn,
         *(
             f
-            for f in program.functions
-            if f.kind == "function"
-            and f.is_hook
-            and (f.name in named or (cls and f.path == fn.path and f.qualname.rpartition(".")[0] == cls))
+            for f in hooks
+            if f.name in named or (cls and f.path == fn.path and f.qualname.rpartition(".")[0] == cls)
         ),
     ]
     reached: list[str] = []
     for f in each_once(todo):
         reached.append(f.fid)
         todo.extend(c for sid in f.statements for c in callees.get(sid, ()))
-        todo.extend(g for g in program.functions if g.parent == f.fid)
+        todo.extend(children.get(f.fid, ()))
     return frozenset({fn.path, *(by_fid[fid].path for fid in reached)})
+
+
+ReachIndex = tuple[dict[str, Function], dict[str, tuple[str, ...]], list[Function], dict[str, list[Function]]]
+
+
+def _reach_index(program: Program) -> ReachIndex:
+    """What ``reached_files`` reads of the program alone, once per program (a CI job asks it for
+    every run): functions by id, files' lines, the hook functions and each function's nested
+    functions, both in program order."""
+    memo = _memo(program)
+    found = memo.get("reach")
+    if found is None:
+        children: dict[str, list[Function]] = {}
+        for g in program.functions:
+            if g.parent is not None:
+                children.setdefault(g.parent, []).append(g)
+        found = memo["reach"] = (
+            {f.fid: f for f in program.functions},
+            {f.path: f.lines for f in program.files},
+            [f for f in program.functions if f.kind == "function" and f.is_hook],
+            children,
+        )
+    return found  # type: ignore[no-any-return]

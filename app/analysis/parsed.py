@@ -35,10 +35,12 @@ from app.analysis.logstatements import DEFAULT_LOG_FUNCTIONS, find_log_statement
 from app.analysis.model import Block, LogStatement, Program, Script
 from app.analysis.source import (
     Captures,
+    FileParse,
     LineIndex,
     call_captures,
     line_index,
     normalize_newlines,
+    parse_file,
     parse_program,
     parse_tree,
 )
@@ -53,18 +55,39 @@ _TREE_LIMITS = tuple(
 
 @dataclass(frozen=True, eq=False)
 class ParsedScripts:
-    """What the static phase derives from one set of scripts and log-function patterns."""
+    """What the static phase derives from one set of scripts and log-function patterns.
+
+    The program is built with the parse; its log statements, flow graphs, blocks and call sites
+    on first use: a CI job's recording reads only the program of many sets (a test's scope, a
+    pass's must-run lines), which no analysis of theirs follows.
+    """
 
     trees: tuple[Tree, ...]
     program: Program
     index: LineIndex
-    log_statements: tuple[LogStatement, ...]
-    graphs: dict[str, FlowGraph]
-    blocks: tuple[Block, ...]
-    sites: dict[str, tuple[int, ...]]
     checked: CostLimits | None  # the limits these trees were found within (None: not checked)
+    # builds the log statements once (``_log_statements`` of this set's files), then dropped
+    _find_log_statements: list[Callable[[], tuple[LogStatement, ...]]] = field(
+        default_factory=list, repr=False
+    )
     _derived: dict[Callable[..., Any], Any] = field(default_factory=dict, repr=False)
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
+
+    @property
+    def log_statements(self) -> tuple[LogStatement, ...]:
+        return self.kept(_found_log_statements)
+
+    @property
+    def graphs(self) -> dict[str, FlowGraph]:
+        return self.kept(_graphs)
+
+    @property
+    def blocks(self) -> tuple[Block, ...]:
+        return self.kept(_blocks)
+
+    @property
+    def sites(self) -> dict[str, tuple[int, ...]]:
+        return self.kept(_sites)
 
     def derived(self, build: Callable[[Program, tuple[Tree, ...]], T]) -> T:
         """``build(program, trees)``, computed once per parse: a later stage's script-only facts
@@ -89,6 +112,24 @@ class ParsedScripts:
             return
         with self._lock:
             _check_trees(scripts, self.trees, limits)
+
+
+def _found_log_statements(parsed: ParsedScripts) -> tuple[LogStatement, ...]:
+    found = parsed._find_log_statements[0]()  # a malformed pattern raises here, every time
+    parsed._find_log_statements.clear()  # its files and captures are let go
+    return found
+
+
+def _graphs(parsed: ParsedScripts) -> dict[str, FlowGraph]:
+    return {f.fid: flow_graph(parsed.program, f) for f in parsed.program.functions}
+
+
+def _blocks(parsed: ParsedScripts) -> tuple[Block, ...]:
+    return build_blocks(parsed.program, parsed.graphs)
+
+
+def _sites(parsed: ParsedScripts) -> dict[str, tuple[int, ...]]:
+    return call_sites(parsed.program)
 
 
 def _check_trees(scripts: Sequence[Script], trees: Sequence[Tree], limits: CostLimits) -> None:
@@ -116,19 +157,25 @@ def parse_scripts(
     if limits is not None:
         for script, file, tree in zip(scripts, files, trees, strict=True):
             file.check(script.path, tree, limits)
-    captures = [call_captures(tree) for tree in trees]  # one query per script, for calls and logging
-    program = parse_program(scripts, trees, captures)
+    queried: dict[int, Captures] = {}
+
+    def captures(n: int) -> Captures:
+        """One query per script, for calls and logging; only for what a file has not kept yet."""
+        if n not in queried:
+            queried[n] = call_captures(trees[n])
+        return queried[n]
+
+    pairs = enumerate(zip(scripts, files, strict=True))
+    parts = [file.parse(script, trees[n], captures, n) for n, (script, file) in pairs]
+    program = parse_program(scripts, parts=parts)
     index = line_index(program)
-    graphs = {f.fid: flow_graph(program, f) for f in program.functions}
+    scripts = tuple(scripts)
     return ParsedScripts(
         trees=trees,
         program=program,
         index=index,
-        log_statements=_log_statements(index, scripts, files, trees, captures, patterns),
-        graphs=graphs,
-        blocks=build_blocks(program, graphs),
-        sites=call_sites(program),
         checked=limits,
+        _find_log_statements=[lambda: _log_statements(index, scripts, files, trees, captures, patterns)],
     )
 
 
@@ -137,12 +184,12 @@ def _log_statements(
     scripts: Sequence[Script],
     files: Sequence[_File],
     trees: Sequence[Tree],
-    captures: Sequence[Captures],
+    captures: Callable[[int], Captures],
     patterns: tuple[str, ...],
 ) -> tuple[LogStatement, ...]:
     out: list[LogStatement] = []
-    for script, file, tree, found in zip(scripts, files, trees, captures, strict=True):
-        for ls in file.log_calls(script.path, tree, found.get("callee", []), patterns):
+    for n, (script, file, tree) in enumerate(zip(scripts, files, trees, strict=True)):
+        for ls in file.log_calls(script.path, tree, lambda n=n: captures(n).get("callee", []), patterns):
             st = index.get((script.path, ls.line))
             if st is not None:  # built directly: dataclasses.replace costs far more than a constructor call
                 out.append(LogStatement(ls.path, ls.line, ls.end_line, ls.callee, ls.parts, st.sid))
@@ -151,12 +198,14 @@ def _log_statements(
 
 class _File:
     """What one file alone gives the parse: its tree (copied for each set that reads it), the
-    loosest cost limits it was found within, its log calls per log-function patterns."""
+    loosest cost limits it was found within, its log calls per log-function patterns, and its
+    statements and functions (``parse_file``), which a set only numbers on."""
 
     def __init__(self, tree: Tree) -> None:
         self.tree = tree
         self.checked: CostLimits | None = None
         self.calls: dict[tuple[str, ...], tuple[LogStatement, ...]] = {}
+        self.parsed: FileParse | None = None
         self._lock = threading.Lock()
 
     def check(self, path: str, tree: Tree, limits: CostLimits) -> None:
@@ -168,14 +217,24 @@ class _File:
         with self._lock:
             self.checked = limits
 
+    def parse(self, script: Script, tree: Tree, captures: Callable[[int], Captures], n: int) -> FileParse:
+        """The file's ``parse_file`` (from ``tree``, this set's copy, and ``captures(n)``), once."""
+        with self._lock:
+            found = self.parsed
+        if found is None:
+            found = parse_file(script, tree, captures(n))
+            with self._lock:
+                self.parsed = found
+        return found
+
     def log_calls(
-        self, path: str, tree: Tree, callees: Sequence[Node], patterns: tuple[str, ...]
+        self, path: str, tree: Tree, callees: Callable[[], Sequence[Node]], patterns: tuple[str, ...]
     ) -> tuple[LogStatement, ...]:
         """The file's log calls (without statement ids), found once per patterns."""
         with self._lock:
             found = self.calls.get(patterns)
         if found is None:
-            found = tuple(find_log_statements(tree.root_node, path, patterns, callees))
+            found = tuple(find_log_statements(tree.root_node, path, patterns, callees()))
             with self._lock:
                 self.calls[patterns] = found
         return found

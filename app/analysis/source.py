@@ -419,87 +419,135 @@ def text_lines(content: str) -> list[str]:
     return lines
 
 
+@dataclass(frozen=True, eq=False)
+class FileParse:
+    """One file's part of ``parse_program``, its statement ids counted from 0: the same in every
+    set of scripts that holds the file, so ``app.analysis.parsed`` keeps it per file and a set
+    only numbers its files' statements on. Read-only once built."""
+
+    source: SourceFile
+    warnings: tuple[str, ...]
+    # per statement: kind, function (index into ``functions``), start and end line, its lines,
+    # its calls, parent sid, body sids, depth
+    statements: tuple[
+        tuple[StmtKind, int, int, int, tuple[int, ...], tuple[str, ...], int | None, tuple[int, ...], int],
+        ...,
+    ]
+    functions: tuple[_Func, ...]
+
+
+def parse_file(script: Script, tree: Tree | None = None, captures: Captures | None = None) -> FileParse:
+    """One script's statements, functions and lines (``tree``: its parse after ``normalize_newlines``,
+    ``captures``: the tree's ``call_captures``, when the caller has them)."""
+    content = normalize_newlines(script.content)
+    file_lines = text_lines(content)
+    tree = tree if tree is not None else parse_tree(content)
+    walk = _FileWalk(script.path, content.encode("utf-8", "surrogatepass"), 0)
+    walk.functions.append(
+        _Func(MODULE, MODULE, "module", 0, max(len(file_lines) - 1, 0), [], False, False, None)
+    )
+    walk.walk(tree.root_node)
+    code_rows = [i for i, line in enumerate(file_lines) if line.strip()]
+    _attach_loose_lines(walk, code_rows)
+    _collect_calls(walk, captures if captures is not None else call_captures(tree))
+    code_set = frozenset(r + 1 for r in code_rows)
+    warnings = []
+    if tree.root_node.has_error:
+        warnings.append(f"{script.path}: syntax errors; tree-sitter recovered, results may be less precise")
+    if not code_rows:
+        warnings.append(f"{script.path}: no code")
+    statements = []
+    for st in walk.statements:
+        if st.extra_rows:
+            rows = {*range(st.start_row, st.end_row + 1), *st.extra_rows}
+            lines = tuple(sorted(r + 1 for r in rows if r + 1 in code_set))
+        elif st.start_row == st.end_row:
+            lines = (st.start_row + 1,) if st.start_row + 1 in code_set else ()
+        else:
+            lines = tuple(r for r in range(st.start_row + 1, st.end_row + 2) if r in code_set)
+        calls = tuple(dict.fromkeys(st.calls)) if len(st.calls) > 1 else tuple(st.calls)
+        statements.append(
+            (
+                st.kind,
+                st.function,
+                st.start_row + 1,
+                st.end_row + 1,
+                lines,
+                calls,
+                st.parent,
+                tuple(st.body),
+                st.depth,
+            )
+        )
+    source = SourceFile(
+        path=script.path,
+        lines=tuple(file_lines),
+        code_lines=code_set,
+        container_headers=tuple(
+            (s + 1, e + 1, tuple(sorted({r + 1 for r in rows} & code_set))) for s, e, rows in walk.containers
+        ),
+        has_errors=tree.root_node.has_error,
+    )
+    return FileParse(source, tuple(warnings), tuple(statements), tuple(walk.functions))
+
+
 def parse_program(
     scripts: Sequence[Script],
     trees: Sequence[Tree] | None = None,
     captures: Sequence[Captures] | None = None,
+    parts: Sequence[FileParse] | None = None,
 ) -> Program:
     """Parse every script of a case; element ids are unique across files.
 
     ``trees`` lets a caller that already parsed the scripts (after ``normalize_newlines``) reuse
-    them, and ``captures`` their ``call_captures``.
+    them, and ``captures`` their ``call_captures``; ``parts``: the scripts' ``parse_file``, kept.
     """
+    if parts is None:
+        parts = [
+            parse_file(
+                script,
+                trees[n] if trees is not None else None,
+                captures[n] if captures is not None else None,
+            )
+            for n, script in enumerate(scripts)
+        ]
     files: list[SourceFile] = []
     statements: list[Statement] = []
-    raw_functions: list[tuple[str, _Func, int]] = []  # (path, func, index of the file's first function)
-    walks: list[tuple[_FileWalk, frozenset[int], int]] = []  # (walk, code lines, first function index)
+    raw_functions: list[tuple[str, _Func, int, int]] = []  # (path, func, first function index, first sid)
     warnings: list[str] = []
     next_sid = 0
-    for n, script in enumerate(scripts):
-        content = normalize_newlines(script.content)
-        file_lines = text_lines(content)
-        tree = trees[n] if trees is not None else parse_tree(content)
-        source = content.encode("utf-8", "surrogatepass")
-        walk = _FileWalk(script.path, source, next_sid)
-        walk.functions.append(
-            _Func(MODULE, MODULE, "module", 0, max(len(file_lines) - 1, 0), [], False, False, None)
-        )
-        walk.walk(tree.root_node)
-        code_rows = [i for i, line in enumerate(file_lines) if line.strip()]
-        _attach_loose_lines(walk, code_rows)
-        _collect_calls(walk, captures[n] if captures is not None else call_captures(tree))
-        code_set = frozenset(r + 1 for r in code_rows)
-        if tree.root_node.has_error:
-            warnings.append(
-                f"{script.path}: syntax errors; tree-sitter recovered, results may be less precise"
-            )
-        if not code_rows:
-            warnings.append(f"{script.path}: no code")
-        files.append(
-            SourceFile(
-                path=script.path,
-                lines=tuple(file_lines),
-                code_lines=code_set,
-                container_headers=tuple(
-                    (s + 1, e + 1, tuple(sorted({r + 1 for r in rows} & code_set)))
-                    for s, e, rows in walk.containers
-                ),
-                has_errors=tree.root_node.has_error,
-            )
-        )
+    for part in parts:
+        files.append(part.source)
+        warnings.extend(part.warnings)
         base = len(raw_functions)
-        walks.append((walk, code_set, base))
-        raw_functions.extend((script.path, fn, base) for fn in walk.functions)
-        next_sid += len(walk.statements)
-    fids = _unique_fids([(path, fn.qualname, fn.start_row) for path, fn, _ in raw_functions])
+        raw_functions.extend((part.source.path, fn, base, next_sid) for fn in part.functions)
+        next_sid += len(part.statements)
+    fids = _unique_fids([(path, fn.qualname, fn.start_row) for path, fn, _, _ in raw_functions])
     # statements are built once, knowing their function ids (frozen records cost to rebuild)
-    for walk, code_set, base in walks:
-        for st in walk.statements:
-            if st.extra_rows:
-                rows = {*range(st.start_row, st.end_row + 1), *st.extra_rows}
-                lines = tuple(sorted(r + 1 for r in rows if r + 1 in code_set))
-            elif st.start_row == st.end_row:
-                lines = (st.start_row + 1,) if st.start_row + 1 in code_set else ()
-            else:
-                lines = tuple(r for r in range(st.start_row + 1, st.end_row + 2) if r in code_set)
+    base = first = 0
+    for part in parts:
+        path = part.source.path
+        for kind, function, start, end, lines, calls, parent, body, depth in part.statements:
             statements.append(
                 Statement(
-                    st.sid,
-                    walk.path,
-                    fids[base + st.function],
-                    st.kind,
-                    st.start_row + 1,
-                    st.end_row + 1,
+                    len(statements),  # the file's statements numbered on from the files before it
+                    path,
+                    fids[base + function],
+                    kind,
+                    start,
+                    end,
                     lines,
-                    tuple(dict.fromkeys(st.calls)) if len(st.calls) > 1 else tuple(st.calls),
-                    st.parent,
-                    tuple(st.body),
-                    st.depth,
+                    calls,
+                    None if parent is None else parent + first,
+                    tuple(b + first for b in body) if first else body,
+                    depth,
                 )
             )
+        base += len(part.functions)
+        first += len(part.statements)
     functions: list[Function] = []
     code_by_path = {f.path: f.code_lines for f in files}
-    for i, (path, fn, base) in enumerate(raw_functions):
+    for i, (path, fn, base, first) in enumerate(raw_functions):
         parent_fid = fids[base + fn.parent] if fn.parent is not None and fn.kind == "function" else None
         functions.append(
             Function(
@@ -511,8 +559,8 @@ def parse_program(
                 header_lines=tuple(sorted({r + 1 for r in fn.header_rows} & code_by_path[path])),
                 start_line=fn.start_row + 1,
                 end_line=fn.end_row + 1,
-                statements=tuple(fn.statements),
-                top_level=tuple(fn.top_level),
+                statements=tuple(s + first for s in fn.statements) if first else tuple(fn.statements),
+                top_level=tuple(s + first for s in fn.top_level) if first else tuple(fn.top_level),
                 is_hook=fn.is_hook,
                 is_async=fn.is_async,
                 is_method=fn.is_method,

@@ -9,14 +9,15 @@ pass trace computed once, every script checked against the cost limits first.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Sequence
 from typing import Any
 
 from app.analysis.limits import CostLimits, check_text
 from app.analysis.logparse import parse_log
-from app.analysis.model import Loc, State
+from app.analysis.model import Loc, ParsedLog, State
 from app.analysis.mustrun import must_run_lines
-from app.analysis.parsed import ParseCache, log_patterns
+from app.analysis.parsed import ParseCache, ParsedScripts, log_patterns
 from app.analysis.pipeline import analyze
 from app.history.packed import pack_trace, packable
 from app.history.rank import Values
@@ -25,13 +26,19 @@ from app.history.signatures import analysis_signature, parsed_signature
 from app.history.values import value_tuples
 
 
-def run_facts(record: RunRecord, parses: ParseCache, limits: CostLimits | None = None) -> Facts:
+def run_facts(
+    record: RunRecord,
+    parses: ParseCache,
+    limits: CostLimits | None = None,
+    parsed_log: ParsedLog | None = None,
+) -> Facts:
     """(err_sig, error message, estimated trace, printed values) from the run's log and scripts.
 
     A pass without a log (CI results files record passes so) still ran its test to the normal
     end: its trace is the test's must-run lines, the rest doubtful (``pass_trace``). A failure's
     err_sig is the one id of ``app.history.signatures``, or the one its record carries. With
-    ``limits``, scripts over them raise ``InputTooCostly`` before any analysis.
+    ``limits``, scripts over them raise ``InputTooCostly`` before any analysis. ``parsed_log``: the
+    record's log parsed already (``parse_log``).
     """
     failed = record.verdict in ("fail", "error")
     if not record.log:
@@ -40,7 +47,12 @@ def run_facts(record: RunRecord, parses: ParseCache, limits: CostLimits | None =
     if record.scripts:
         try:
             analysis = analyze(
-                list(record.scripts), record.log, parses=parses, variants=("tplus",), limits=limits
+                list(record.scripts),
+                record.log,
+                parses=parses,
+                variants=("tplus",),
+                limits=limits,
+                parsed_log=parsed_log,
             )
         except ValueError:
             if limits is not None:
@@ -103,20 +115,32 @@ def pass_trace(
     if not record.scripts:
         return None
     try:
-        program = parses.get(list(record.scripts), log_patterns(()), limits).program
+        parsed = parses.get(list(record.scripts), log_patterns(()), limits)
     except ValueError:
         if limits is not None:
             raise
         return None
+    program = parsed.program
     # ``app.analysis.mustrun.passing_states``, by file: must-run lines "E", other code lines "D"
     ran = must_run_lines(program, record.key.key) or must_run_lines(program, record.key.name)
     if not ran:
         return None
+    by_path: dict[str, set[int]] = {}
+    for loc in ran:
+        by_path.setdefault(loc.path, set()).add(loc.line)
     trace: dict[str, Any] = {}
-    for f in program.files:
-        done = {loc.line for loc in ran if loc.path == f.path}  # code lines (``must_run_lines``)
-        trace[f.path] = {"E": sorted(done), "N": [], "D": [n for n in sorted(f.code_lines) if n not in done]}
+    for f, code in zip(program.files, parsed.kept(_code_order), strict=True):
+        done = by_path.get(f.path, set())  # code lines (``must_run_lines``)
+        doubtful = list(code)
+        for n in sorted(done & f.code_lines, reverse=True):  # a few lines out of thousands
+            del doubtful[bisect_left(doubtful, n)]
+        trace[f.path] = {"E": sorted(done), "N": [], "D": doubtful}
     return trace
+
+
+def _code_order(parsed: ParsedScripts) -> tuple[tuple[int, ...], ...]:
+    """Each file's code lines, ascending: once per parse, for the many passes of its tests."""
+    return tuple(tuple(sorted(f.code_lines)) for f in parsed.program.files)
 
 
 def batch_facts(
@@ -155,8 +179,11 @@ def batch_facts(
                 continue
             checked.add(files)
         try:
-            kept = scoped(record, parses)
-            facts = run_facts(kept, parses, limits)
+            # a failure's log is read for its frames (the scope) and for its analysis: parsed once
+            failed = record.log and record.scripts and record.verdict in ("fail", "error")
+            parsed_log = parse_log(record.log) if failed and record.log else None
+            kept = scoped(record, parses, parsed_log)
+            facts = run_facts(kept, parses, limits, parsed_log)
         except ValueError as exc:  # this run's own log is past a limit: what its record carries
             out.append(RunFacts(paths, log_only(record), f"{record.test_id[:200]}: no trace recorded: {exc}"))
             continue

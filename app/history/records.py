@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from app.analysis.model import Program, Script
+from app.analysis.model import ParsedLog, Program, Script
 from app.ingest.job import Job
 from app.ingest.testkey import TestKey, parse_test_id
 
@@ -193,9 +193,10 @@ def scope_paths(program: Program, test: str, frame_paths: Iterable[str] = ()) ->
     return None if reached is None else reached | frozenset(frame_paths)
 
 
-def scoped(record: RunRecord, parses: ParseCache) -> RunRecord:
+def scoped(record: RunRecord, parses: ParseCache, parsed_log: ParsedLog | None = None) -> RunRecord:
     """The record with only its test's scripts (``scope_paths``): a run's script version is its
-    test's own file and the files its trace reaches, not whatever list was sent with it."""
+    test's own file and the files its trace reaches, not whatever list was sent with it.
+    ``parsed_log``: the record's log parsed already (``parse_log``)."""
     if not record.scripts:
         return record
     from app.analysis.logparse import parse_log, script_frames
@@ -208,7 +209,8 @@ def scoped(record: RunRecord, parses: ParseCache) -> RunRecord:
     frames: list[str] = []
     if record.log and record.verdict in ("fail", "error"):
         files = {f.path: f.lines for f in program.files}
-        frames = [f.path for f in script_frames(parse_log(record.log).frames, files)[0]]
+        parsed = parse_log(record.log) if parsed_log is None else parsed_log
+        frames = [f.path for f in script_frames(parsed.frames, files)[0]]
     paths = scope_paths(program, record.key.key, frames) or scope_paths(program, record.key.name, frames)
     if paths is None:
         return record

@@ -19,6 +19,7 @@ import hashlib
 import re
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from itertools import combinations, pairwise
 from typing import Any
 
@@ -98,7 +99,14 @@ def normalise_error(message: str | None) -> str:
 
 def log_signature(log: str, scripts: Sequence[Script] = ()) -> str:
     """The id of the failure a log reports (its ``err_sig``), with the scripts when they are known."""
-    return parsed_signature(parse_log(log), {s.path: text_lines(s.content) for s in scripts})
+    return parsed_signature(parse_log(log), {s.path: _lines(s.content) for s in scripts})
+
+
+@lru_cache(maxsize=8)
+def _lines(content: str) -> tuple[str, ...]:
+    """A script's ``text_lines``, kept for the next failures of the same test files (a CI job's
+    failures come a test module at a time)."""
+    return tuple(text_lines(content))
 
 
 def analysis_signature(analysis: Analysis) -> str:

@@ -551,7 +551,12 @@ def _imports_of(tree: ast.Module) -> list[tuple[str, int]]:
     queue: deque[ast.AST] = deque([tree])
     while queue:
         node = queue.popleft()
-        queue.extend(c for c in ast.iter_child_nodes(node) if isinstance(c, _HOLDS_STATEMENTS))
+        # ``ast.iter_child_nodes`` filtered, without visiting the expressions: a statement (handler,
+        # match case) is only ever an item of a list field (body, handlers, orelse, finalbody, cases)
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                queue.extend(c for c in value if isinstance(c, _HOLDS_STATEMENTS))
         if isinstance(node, ast.Import):
             out.extend((alias.name, 0) for alias in node.names)
         elif isinstance(node, ast.ImportFrom):

@@ -41,7 +41,7 @@ from sqlalchemy.orm import Mapped, Session, aliased, mapped_column
 
 from app.analysis.model import Loc, State
 from app.analysis.parsed import ParseCache
-from app.history.facts import run_facts
+from app.history.facts import batch_facts, run_facts
 from app.history.newlines import MAX_PASS_LOGS
 from app.history.packed import pack_trace, packable, unpack_trace
 from app.history.rank import HistoryRun, Values
@@ -244,6 +244,22 @@ class HistoryStore:
                 out.append({**created[identity], "duplicate": identity in seen})
                 seen.add(identity)
         return out
+
+    def with_facts(self, records: Sequence[RunRecord], parses: ParseCache | None = None) -> list[RunRecord]:
+        """The records, each run not stored yet with its facts (``batch_facts``: one parse per
+        script version, a test's pass traced once), for ``add_runs`` to write as they are instead of
+        analysing record by record; ``parses``: the job's parses (its triages read the same scripts)."""
+        identities = [r.identity() for r in records]
+        known = self._known(identities)
+        todo: dict[str, RunRecord] = {}
+        for record, identity in zip(records, identities, strict=True):
+            if record.facts is None and identity not in known and identity not in todo:
+                todo[identity] = record
+        found = dict(zip(todo, batch_facts(list(todo.values()), parses=parses), strict=True))
+        return [
+            replace(r, facts=found[i]) if r.facts is None and i in found else r
+            for r, i in zip(records, identities, strict=True)
+        ]
 
     def _known(self, identities: Sequence[str]) -> dict[str, dict[str, Any]]:
         unique = list(dict.fromkeys(identities))

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from sqlalchemy import select, text, update
 from sqlalchemy.exc import IntegrityError
 
+from app.analysis.parsed import ParseCache
 from app.ci import CiReport, history_key
 from app.history.records import RunRecord
 from app.ingest.base import TestRun
@@ -85,20 +86,24 @@ def record_job(
     started: datetime,
     checkout: Checkout | None,
     options: TriageOptions,
+    parses: ParseCache | None = None,
 ) -> tuple[CiReport, Recorded]:
     """The job into the store: each triage (so the dashboard shows it) unless the job was recorded
     before, every test's run (passes too, with their scripts from the checkout) and the job's
-    launch; the report with its launch and known issues."""
+    launch; the report with its launch and known issues. ``parses``: the triages' parses, which
+    the runs' facts read again (the same scripts)."""
     launches = LaunchStore(store)
     if launches.find(job.identity) is None:
         report = store_triages(store, report, options)
+    history = HistoryStore(store)
     records = run_records(report, job, started, checkout=checkout, resolve_failures=True)
+    records = history.with_facts(records, parses)
     recorded = record_launch(
         report,
         job,
         started,
         records,
-        history=HistoryStore(store),
+        history=history,
         launches=launches,
         labels=LabelStore(store),
     )

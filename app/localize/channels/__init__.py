@@ -80,6 +80,33 @@ class Context:
             return parsed.kept(_parse_definers)
         return definers(self.facts)
 
+    @cached_property
+    def found_definitions(self) -> dict[tuple[str, int], tuple[int, ...]]:
+        """(name, using statement) -> its definitions (``dataflow.definitions``): kept per parse,
+        where analyses of the same scripts share it, else for this ranking."""
+        parsed = self.analysis.parsed
+        if parsed is not None and parsed.program is self.analysis.program:
+            return parsed.kept(_no_definitions)
+        return {}
+
+    @cached_property
+    def sorted_uses(self) -> dict[int, tuple[str, ...]]:
+        """sid -> the names it reads, sorted (``dataflow.walk``'s order): kept per parse, as
+        ``found_definitions`` is."""
+        parsed = self.analysis.parsed
+        if parsed is not None and parsed.program is self.analysis.program:
+            return parsed.kept(_no_uses)
+        return {}
+
+    @cached_property
+    def walk_memo(self) -> dict[tuple[str, ...], object]:
+        """What ``dataflow``'s walk derives from the scripts alone (a function's results, the
+        calls that bind a parameter), by a key naming it: kept per parse, as ``sorted_uses`` is."""
+        parsed = self.analysis.parsed
+        if parsed is not None and parsed.program is self.analysis.program:
+            return parsed.kept(_no_walks)
+        return {}
+
     def sid_at(self, path: str, line: int) -> int | None:
         """The statement owning a source line, from the analysis' one line index (innermost wins)."""
         stmt = self.analysis.line_index.get((path, line))
@@ -107,6 +134,12 @@ class Context:
         stmt = self.statements[sid]
         return Loc(stmt.path, stmt.start_line) in self.kept
 
+    @cached_property
+    def kept_sids(self) -> frozenset[int]:
+        """The statements ``is_kept`` says are kept, for channels that scan every statement."""
+        kept = self.kept
+        return frozenset(i for i, st in enumerate(self.statements) if Loc(st.path, st.start_line) in kept)
+
 
 def definers(facts: Facts) -> dict[str, tuple[int, ...]]:
     """Name -> the sids whose definitions hold it, ascending (``facts.defs`` is in sid order)."""
@@ -119,3 +152,15 @@ def definers(facts: Facts) -> dict[str, tuple[int, ...]]:
 
 def _parse_definers(parsed: ParsedScripts) -> dict[str, tuple[int, ...]]:
     return definers(parsed.derived(build_facts))
+
+
+def _no_definitions(parsed: ParsedScripts) -> dict[tuple[str, int], tuple[int, ...]]:
+    return {}
+
+
+def _no_uses(parsed: ParsedScripts) -> dict[int, tuple[str, ...]]:
+    return {}
+
+
+def _no_walks(parsed: ParsedScripts) -> dict[tuple[str, ...], object]:
+    return {}

@@ -145,7 +145,17 @@ def earlier_conditions(ctx: Context, clause: Statement) -> list[int]:
 
 
 def definitions(ctx: Context, name: str, use: Statement) -> list[int]:
-    """Statements that may have assigned ``name`` before ``use`` read it."""
+    """Statements that may have assigned ``name`` before ``use`` read it; found once per parse
+    (``Context.found_definitions``): each failure's walk of the same scripts asks again."""
+    memo = ctx.found_definitions
+    key = (name, use.sid)
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = tuple(_definitions(ctx, name, use))
+    return list(found)
+
+
+def _definitions(ctx: Context, name: str, use: Statement) -> list[int]:
     facts = ctx.facts
     if name.startswith("attr:"):
         found = [sid for sid in ctx.definers.get(name, ()) if sid != use.sid]
@@ -203,52 +213,84 @@ def walk(ctx: Context, start: int, names: Iterable[str], credit: Credit, quoted:
         shown = name.removeprefix("attr:")
         use = statements[use_sid]
         where = "the failing line" if use_sid == start else f"line {use.start_line}"
-        for def_sid in definitions(ctx, name, use):
+        found = definitions(ctx, name, use)
+        if found:  # the texts once per visit, not per definition or call site
+            defines, guards = f"defines `{shown}` used at {where}", f"guards the assignment of `{shown}`"
+            returns = f"returns the value of `{shown}`"
+        for def_sid in found:
             imported = name in facts.imports.get(def_sid, ())
-            credit(
-                def_sid, hops + 1, f"defines `{shown}` used at {where}", IMPORT_FACTOR if imported else 1.0
-            )
+            credit(def_sid, hops + 1, defines, IMPORT_FACTOR if imported else 1.0)
             if imported:
                 continue
             guard = statements[def_sid].parent
             if guard is not None:
-                credit(
-                    guard, hops + (1 if shown in quoted else 2), f"guards the assignment of `{shown}`", 1.0
-                )
-            for used in sorted(facts.uses.get(def_sid, ())):
-                queue.append((used, def_sid, hops + 1))
+                credit(guard, hops + (1 if shown in quoted else 2), guards, 1.0)
+            queue.extend((used, def_sid, hops + 1) for used in _uses(ctx, def_sid))
             for call in facts.calls.get(def_sid, ()):
                 for fid in ctx.by_name.get(call.callee, ()):
                     for ret in ctx.functions[fid].statements:
                         if statements[ret].kind == StmtKind.RETURN:
-                            credit(ret, hops + 1, f"returns the value of `{shown}`", 1.0)
-                            for used in sorted(facts.uses.get(ret, ())):
-                                queue.append((used, ret, hops + 1))
+                            credit(ret, hops + 1, returns, 1.0)
+                            queue.extend((used, ret, hops + 1) for used in _uses(ctx, ret))
         params = facts.params.get(use.function, ())
         if not name.startswith("attr:") and name in params:
             for fid in ctx.by_name.get(name, ()):  # a pytest fixture: the parameter is what it returns
                 for out in _results(ctx, fid):
                     credit(out, hops + 1, f"fixture {name}() produces `{name}`", 1.0)
-                    for used in sorted(facts.uses.get(out, ())):
-                        queue.append((used, out, hops + 1))
-            function = ctx.functions[use.function]
-            index = params.index(name)
-            for site in facts.call_sites.get(function.name, ()):
-                for call in facts.calls.get(site, ()):
-                    if call.callee != function.name:
-                        continue
-                    bound = 1 if call.via_attribute and params[:1] in (("self",), ("cls",)) else 0
-                    position = index - bound
-                    passed = dict(call.keywords).get(name)
-                    if passed is None and 0 <= position < len(call.args):
-                        passed = call.args[position]
-                    credit(site, hops + 1, f"passes `{name}` to {function.name}()", 1.0)
-                    for used in sorted(passed or ()):
-                        queue.append((used, site, hops + 1))
+                    queue.extend((used, out, hops + 1) for used in _uses(ctx, out))
+            passes = f"passes `{name}` to {ctx.functions[use.function].name}()"
+            for site, used_names in _passed(ctx, use.function, name):
+                credit(site, hops + 1, passes, 1.0)
+                queue.extend((used, site, hops + 1) for used in used_names)
+
+
+def _passed(ctx: Context, fid: str, name: str) -> tuple[tuple[int, tuple[str, ...]], ...]:
+    """Each call of function ``fid`` (by its name), with the names the argument bound to its
+    parameter ``name`` reads, sorted: the walk's steps from a parameter to the call sites, found
+    once per parse (``Context.walk_memo``)."""
+    memo = ctx.walk_memo
+    key = ("passed", fid, name)
+    found = memo.get(key)
+    if found is None:
+        facts = ctx.facts
+        params = facts.params.get(fid, ())
+        function = ctx.functions[fid]
+        index = params.index(name)
+        out = []
+        for site in facts.call_sites.get(function.name, ()):
+            for call in facts.calls.get(site, ()):
+                if call.callee != function.name:
+                    continue
+                bound = 1 if call.via_attribute and params[:1] in (("self",), ("cls",)) else 0
+                position = index - bound
+                passed = dict(call.keywords).get(name)
+                if passed is None and 0 <= position < len(call.args):
+                    passed = call.args[position]
+                out.append((site, tuple(sorted(passed or ()))))
+        found = memo[key] = tuple(out)
+    return found  # type: ignore[no-any-return]
+
+
+def _uses(ctx: Context, sid: int) -> tuple[str, ...]:
+    """The names ``sid`` reads, sorted (the walk's order), once per parse (``Context.sorted_uses``)."""
+    memo = ctx.sorted_uses
+    found = memo.get(sid)
+    if found is None:
+        found = memo[sid] = tuple(sorted(ctx.facts.uses.get(sid, ())))
+    return found
 
 
 def _results(ctx: Context, fid: str) -> list[int]:
-    """The statements a function hands its value out with: returns and yields."""
+    """The statements a function hands its value out with: returns and yields (once per parse)."""
+    memo = ctx.walk_memo
+    key = ("results", fid)
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = tuple(_find_results(ctx, fid))
+    return list(found)
+
+
+def _find_results(ctx: Context, fid: str) -> list[int]:
     return [
         sid
         for sid in ctx.functions[fid].statements
@@ -258,9 +300,17 @@ def _results(ctx: Context, fid: str) -> list[int]:
 
 def _collector(scores: Scores) -> Credit:
     def credit(sid: int, hops: int, detail: str, factor: float) -> None:
-        put(scores, sid, Signal(DECAY**hops * factor, detail))
+        value = DECAY**hops * factor
+        if _beats(scores, sid, value):
+            scores[sid] = Signal(value, detail)
 
     return credit
+
+
+def _beats(scores: Scores, sid: int, value: float) -> bool:
+    """``put``'s test, before the Signal (and its text) is made: most credits of a walk do not
+    beat the statement's best."""
+    return value > 0 and (sid not in scores or value > scores[sid].value)
 
 
 def quoted_names(message: str) -> frozenset[str]:
@@ -290,7 +340,9 @@ def check_scores(ctx: Context, site: int | None) -> Scores:
     if checks_in_place(ctx, site):
 
         def weaker(sid: int, hops: int, detail: str, factor: float) -> None:
-            put(scores, sid, Signal(IN_PLACE * DECAY**hops * factor, f"{detail} (checked by the assert)"))
+            value = IN_PLACE * DECAY**hops * factor
+            if _beats(scores, sid, value):
+                scores[sid] = Signal(value, f"{detail} (checked by the assert)")
 
         walk(ctx, site, ctx.facts.uses.get(site, ()), weaker, quoted)
     scale = IN_PLACE if checks_in_place(ctx, site) else 1.0  # an assert's own condition is the check
@@ -302,7 +354,9 @@ def check_scores(ctx: Context, site: int | None) -> Scores:
         put(scores, guard, Signal(value, detail))
 
         def scaled(sid: int, hops: int, detail: str, factor: float, value: float = value) -> None:
-            put(scores, sid, Signal(value * DECAY**hops * factor, f"{detail} (checked by the condition)"))
+            credited = value * DECAY**hops * factor
+            if _beats(scores, sid, credited):
+                scores[sid] = Signal(credited, f"{detail} (checked by the condition)")
 
         walk(ctx, guard, ctx.facts.uses.get(guard, ()), scaled, quoted)
     _expected_side(ctx, site, scores, quoted)

@@ -160,7 +160,7 @@ def exception_scores(ctx: Context, site: int | None, *, framed: bool = False) ->
         if not applies(text):
             continue
         for sid, body in ctx.facts.text.items():
-            if ctx.is_kept(sid) and code.search(body):
+            if sid in ctx.kept_sids and code.search(body):
                 stmt = ctx.statements[sid]
                 near = stmt.function == local and stmt.start_line <= before  # ran on the way to the failure
                 value = LOCAL if near else ELSEWHERE
@@ -206,8 +206,9 @@ def _raisers(ctx: Context, error: PythonError, site: int | None, headline: str, 
     path_words = _path_words(error.path) if error.path else ()
     operator = _operator_use(error.operator) if error.operator else None
     view = _VIEW_INDEXED.get(error.value_type or "")
+    kept = ctx.kept_sids
     for sid, body in facts.text.items():
-        if not ctx.is_kept(sid):
+        if sid not in kept:
             continue
         stmt = ctx.statements[sid]
         near = site is None or (stmt.function == local and stmt.start_line <= before)

@@ -137,6 +137,7 @@ def build_facts(program: Program, trees: Sequence[Tree] = ()) -> Facts:
     """
     by_path: dict[str, dict[int, LineFacts]] = {}
     params_at: dict[str, dict[tuple[int, str], tuple[str, ...]]] = {}
+    folded_at: dict[str, dict[tuple[int, int], Folded]] = {}
     parsed = len(trees) == len(program.files)
     for index, source in enumerate(program.files):
         walk = _WALKS.get(source.path, source.lines)
@@ -144,9 +145,9 @@ def build_facts(program: Program, trees: Sequence[Tree] = ()) -> Facts:
             tree = trees[index] if parsed else parse_tree("\n".join(source.lines))
             walker = _Walker()
             walker.walk(tree.root_node)
-            walk = (walker.by_line, walker.params_at)
+            walk = (walker.by_line, walker.params_at, {})
             _WALKS.put(source.path, source.lines, walk)
-        by_path[source.path], params_at[source.path] = walk
+        by_path[source.path], params_at[source.path], folded_at[source.path] = walk
     params: dict[str, tuple[str, ...]] = {}
     for f in program.functions:
         if f.kind != "module":
@@ -166,26 +167,60 @@ def build_facts(program: Program, trees: Sequence[Tree] = ()) -> Facts:
     smells: dict[int, tuple[str, ...]] = {}
     text: dict[int, str] = {}
     for stmt in program.statements:
-        span = range(stmt.start_line, stmt.end_line + 1)
-        lines = by_path[stmt.path]
-        code = [lines[n] for n in span if n in lines]
-        defs[stmt.sid] = frozenset(d for f in code for d in f.defs)
-        imports[stmt.sid] = frozenset(d for f in code for d in f.imports)
-        uses[stmt.sid] = frozenset(u for f in code for u in f.uses if u not in IGNORED_NAMES)
-        calls[stmt.sid] = tuple(c for f in code for c in f.calls)
-        literals[stmt.sid] = tuple(piece for f in code for piece in f.literals)
-        binds[stmt.sid] = tuple(b for f in code for b in f.binds)
-        templates[stmt.sid] = tuple(t for f in code for t in f.templates)
-        smells[stmt.sid] = tuple(s for f in code for s in f.smells)
-        source = sources[stmt.path]
-        text[stmt.sid] = "\n".join(source.lines[n - 1] for n in span if 0 < n <= len(source.lines))
-        for call in calls[stmt.sid]:
-            call_sites.setdefault(call.callee, []).append(stmt.sid)
+        folded = folded_at[stmt.path]
+        span = (stmt.start_line, stmt.end_line)
+        found = folded.get(span)
+        if found is None:  # a statement's facts depend on its file and lines alone: folded once per file
+            found = folded[span] = _fold(by_path[stmt.path], sources[stmt.path].lines, *span)
+        sid = stmt.sid
+        (
+            defs[sid],
+            imports[sid],
+            uses[sid],
+            calls[sid],
+            literals[sid],
+            binds[sid],
+            templates[sid],
+            smells[sid],
+            text[sid],
+        ) = found
+        for call in found[3]:
+            call_sites.setdefault(call.callee, []).append(sid)
     sites = {k: tuple(v) for k, v in call_sites.items()}
     return Facts(defs, imports, uses, calls, params, sites, literals, binds, templates, smells, text)
 
 
-Walk = tuple[dict[int, LineFacts], dict[tuple[int, str], tuple[str, ...]]]
+# a statement's facts: defs, imports, uses, calls, literals, binds, templates, smells, text
+Folded = tuple[
+    frozenset[str],
+    frozenset[str],
+    frozenset[str],
+    tuple[Call, ...],
+    tuple[str, ...],
+    tuple[tuple[str, str], ...],
+    tuple[Template, ...],
+    tuple[str, ...],
+    str,
+]
+# a file's walk: facts by line, parameters by (line, function name), statements' facts by span
+Walk = tuple[dict[int, LineFacts], dict[tuple[int, str], tuple[str, ...]], dict[tuple[int, int], Folded]]
+
+
+def _fold(lines: dict[int, LineFacts], source: tuple[str, ...], start: int, end: int) -> Folded:
+    """The facts of the statement spanning ``start``..``end``: its lines' facts together."""
+    span = range(start, end + 1)
+    code = [lines[n] for n in span if n in lines]
+    return (
+        frozenset(d for f in code for d in f.defs),
+        frozenset(d for f in code for d in f.imports),
+        frozenset(u for f in code for u in f.uses if u not in IGNORED_NAMES),
+        tuple(c for f in code for c in f.calls),
+        tuple(piece for f in code for piece in f.literals),
+        tuple(b for f in code for b in f.binds),
+        tuple(t for f in code for t in f.templates),
+        tuple(s for f in code for s in f.smells),
+        "\n".join(source[n - 1] for n in span if 0 < n <= len(source)),
+    )
 
 
 class _Walks:

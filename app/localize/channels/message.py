@@ -10,9 +10,14 @@ distant code.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from app.analysis.model import Loc
 from app.localize.channels import Context, Scores, Signal, put
+from app.localize.channels.facts import Facts, build_facts
+
+if TYPE_CHECKING:
+    from app.analysis.parsed import ParsedScripts
 
 HEADLINE_SLOPE = 0.5  # a literal found at the end of the error message counts half as much as at its start
 LOGGED_LITERAL = 0.5  # text of a log/context statement: where execution was, not what failed
@@ -24,8 +29,7 @@ _SPACES = re.compile(r"\s+")
 
 def logging_sids(ctx: Context) -> frozenset[int]:
     found = {ls.sid for ls in ctx.analysis.log_statements if ls.sid is not None}
-    found |= {sid for sid, calls in ctx.facts.calls.items() if any(c.callee in CONTEXT_CALLS for c in calls)}
-    return frozenset(found)
+    return frozenset(found | _message_facts(ctx)[1])
 
 
 def message_scores(ctx: Context) -> Scores:
@@ -36,9 +40,9 @@ def message_scores(ctx: Context) -> Scores:
         return scores
     logged = logging_sids(ctx)
     headline = ctx.message.strip().splitlines()[0][:200] if ctx.message.strip() else None
-    for sid, pieces in ctx.facts.literals.items():
-        for piece in pieces:
-            at = text.find(_SPACES.sub(" ", piece))
+    for sid, pieces in _message_facts(ctx)[0].items():
+        for piece, spaced in pieces:
+            at = text.find(spaced)
             if at < 0:
                 continue
             value = (1.0 - HEADLINE_SLOPE * at / len(text)) * (LOGGED_LITERAL if sid in logged else 1.0)
@@ -46,6 +50,33 @@ def message_scores(ctx: Context) -> Scores:
             what = "its log text" if sid in logged else "its text"
             put(scores, sid, Signal(value, f"{what} {shown!r} is in the error message", headline))
     return scores
+
+
+MessageFacts = tuple[dict[int, tuple[tuple[str, str], ...]], frozenset[int]]
+
+
+def _message_facts(ctx: Context) -> MessageFacts:
+    """Each statement's literal pieces with their runs of white space made one space, and the
+    statements calling a context function: script-only, so once per parse, not per failure."""
+    parsed = ctx.analysis.parsed
+    if parsed is not None and parsed.program is ctx.analysis.program:
+        return parsed.kept(_parse_message_facts)
+    return _facts_of(ctx.facts)
+
+
+def _parse_message_facts(parsed: ParsedScripts) -> MessageFacts:
+    return _facts_of(parsed.derived(build_facts))
+
+
+def _facts_of(facts: Facts) -> MessageFacts:
+    spaced = {
+        sid: tuple((piece, _SPACES.sub(" ", piece)) for piece in pieces)
+        for sid, pieces in facts.literals.items()
+    }
+    context = frozenset(
+        sid for sid, calls in facts.calls.items() if any(c.callee in CONTEXT_CALLS for c in calls)
+    )
+    return spaced, context
 
 
 def proximity_scores(

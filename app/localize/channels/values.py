@@ -11,11 +11,15 @@ and at the conditions of the assignments that did not happen.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from app.analysis.model import LogMessage
 from app.localize.channels import Context, Scores, Signal, put
 from app.localize.channels.dataflow import definitions
-from app.localize.channels.facts import Template
+from app.localize.channels.facts import Facts, Template, build_facts
+
+if TYPE_CHECKING:
+    from app.analysis.parsed import ParsedScripts
 
 MAX_MESSAGES = 400  # the messages before the failure that are read, newest first
 MAX_TEXT = 2000  # characters read per message
@@ -47,10 +51,7 @@ def _clean(value: str) -> str:
 def value_scores(ctx: Context) -> Scores:
     scores: Scores = {}
     lines = _lines(ctx)
-    binds: dict[tuple[str, str], list[int]] = {}
-    for sid, pairs in ctx.facts.binds.items():
-        for name, value in pairs:
-            binds.setdefault((name.removeprefix("attr:"), value), []).append(sid)
+    binds, templates = _value_facts(ctx)
     if binds:
         for text, line in lines:
             for name, raw in _PAIR.findall(text):
@@ -70,27 +71,58 @@ def value_scores(ctx: Context) -> Scores:
                             line,
                         ),
                     )
-    templates = [(sid, t) for sid, ts in ctx.facts.templates.items() for t in ts][:MAX_TEMPLATES]
     if templates:
         normalized = [(_SPACES.sub(" ", text), text, line) for text, line in lines]
         everything = "\n".join(flat for flat, _, _ in normalized)
-        for sid, template in templates:
-            if sum(len(p.strip()) for p in template.pieces) < MIN_STATIC:
-                continue
-            longest = max((_SPACES.sub(" ", p).strip() for p in template.pieces), key=len)
+        for sid, template, pieces, longest in templates:
             if longest not in everything:  # one scan of the log excludes most templates
                 continue
             for flat, text, line in normalized:
-                holes = _holes(template, flat)
+                holes = _holes_in(pieces, flat)
                 if holes is not None:
                     _credit_holes(ctx, scores, sid, template, holes, text.strip()[:200], line)
                     break
     return scores
 
 
+# (name, literal) -> the statements binding it; each template long enough to be recognized, with
+# its pieces' runs of white space made one space and stripped, and the longest of them
+ValueFacts = tuple[dict[tuple[str, str], list[int]], list[tuple[int, Template, list[str], str]]]
+
+
+def _value_facts(ctx: Context) -> ValueFacts:
+    """The channel's script-only part: once per parse where analyses share it, not per failure."""
+    parsed = ctx.analysis.parsed
+    if parsed is not None and parsed.program is ctx.analysis.program:
+        return parsed.kept(_parse_value_facts)
+    return _facts_of(ctx.facts)
+
+
+def _parse_value_facts(parsed: ParsedScripts) -> ValueFacts:
+    return _facts_of(parsed.derived(build_facts))
+
+
+def _facts_of(facts: Facts) -> ValueFacts:
+    binds: dict[tuple[str, str], list[int]] = {}
+    for sid, pairs in facts.binds.items():
+        for name, value in pairs:
+            binds.setdefault((name.removeprefix("attr:"), value), []).append(sid)
+    templates = []
+    for sid, template in [(sid, t) for sid, ts in facts.templates.items() for t in ts][:MAX_TEMPLATES]:
+        if sum(len(p.strip()) for p in template.pieces) < MIN_STATIC:
+            continue
+        pieces = [_SPACES.sub(" ", p).strip() for p in template.pieces]
+        templates.append((sid, template, pieces, max(pieces, key=len)))
+    return binds, templates
+
+
 def _holes(template: Template, text: str) -> list[str] | None:
     """The text each hole printed, if ``text`` holds the template's pieces in order; else None."""
-    pieces = [_SPACES.sub(" ", p).strip() for p in template.pieces]
+    return _holes_in([_SPACES.sub(" ", p).strip() for p in template.pieces], text)
+
+
+def _holes_in(pieces: list[str], text: str) -> list[str] | None:
+    """``_holes`` of a template whose pieces are given with their spaces made one and stripped."""
     first = pieces[0]
     at = text.find(first) if first else 0
     if at < 0:
