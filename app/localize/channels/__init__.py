@@ -9,13 +9,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from app.analysis.model import Analysis, Function, Loc, Statement
 from app.localize.channels.facts import Facts, build_facts
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from app.analysis.parsed import ParsedScripts
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,10 +65,22 @@ class Context:
     def facts(self) -> Facts:
         """Syntax-tree facts: the costly part, built on first use (the stack-trace baseline needs none),
         and once per parse where analyses of the same scripts share it (``app.analysis.parsed``)."""
-        parsed = self.analysis.parsed
-        if parsed is not None and parsed.program is self.analysis.program:
+        parsed = self.shared_parse
+        if parsed is not None:
             return parsed.derived(build_facts)
         return build_facts(self.analysis.program, self.analysis.trees)
+
+    @property
+    def shared_parse(self) -> ParsedScripts | None:
+        """The parse this analysis shares with the other analyses of the same scripts, if any."""
+        parsed = self.analysis.parsed
+        return parsed if parsed is not None and parsed.program is self.analysis.program else None
+
+    def per_parse(self, build: Callable[[ParsedScripts], T], otherwise: Callable[[], T]) -> T:
+        """``build(parse)`` kept once per shared parse (script-only facts, the same for every
+        failure of those scripts), else ``otherwise()`` for this ranking alone."""
+        parsed = self.shared_parse
+        return parsed.kept(build) if parsed is not None else otherwise()
 
     @cached_property
     def modules(self) -> tuple[Function, ...]:
@@ -75,37 +91,25 @@ class Context:
     def definers(self) -> dict[str, tuple[int, ...]]:
         """Name -> the statements that bind it, in statement order: the data-flow channel's
         lookups, indexed once per parse instead of a scan of every statement per name."""
-        parsed = self.analysis.parsed
-        if parsed is not None and parsed.program is self.analysis.program:
-            return parsed.kept(_parse_definers)
-        return definers(self.facts)
+        return self.per_parse(_parse_definers, lambda: definers(self.facts))
 
     @cached_property
     def found_definitions(self) -> dict[tuple[str, int], tuple[int, ...]]:
         """(name, using statement) -> its definitions (``dataflow.definitions``): kept per parse,
         where analyses of the same scripts share it, else for this ranking."""
-        parsed = self.analysis.parsed
-        if parsed is not None and parsed.program is self.analysis.program:
-            return parsed.kept(_no_definitions)
-        return {}
+        return self.per_parse(_no_definitions, dict)
 
     @cached_property
     def sorted_uses(self) -> dict[int, tuple[str, ...]]:
         """sid -> the names it reads, sorted (``dataflow.walk``'s order): kept per parse, as
         ``found_definitions`` is."""
-        parsed = self.analysis.parsed
-        if parsed is not None and parsed.program is self.analysis.program:
-            return parsed.kept(_no_uses)
-        return {}
+        return self.per_parse(_no_uses, dict)
 
     @cached_property
     def walk_memo(self) -> dict[tuple[str, ...], object]:
         """What ``dataflow``'s walk derives from the scripts alone (a function's results, the
         calls that bind a parameter), by a key naming it: kept per parse, as ``sorted_uses`` is."""
-        parsed = self.analysis.parsed
-        if parsed is not None and parsed.program is self.analysis.program:
-            return parsed.kept(_no_walks)
-        return {}
+        return self.per_parse(_no_walks, dict)
 
     def sid_at(self, path: str, line: int) -> int | None:
         """The statement owning a source line, from the analysis' one line index (innermost wins)."""

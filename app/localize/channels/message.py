@@ -58,10 +58,7 @@ MessageFacts = tuple[dict[int, tuple[tuple[str, str], ...]], frozenset[int]]
 def _message_facts(ctx: Context) -> MessageFacts:
     """Each statement's literal pieces with their runs of white space made one space, and the
     statements calling a context function: script-only, so once per parse, not per failure."""
-    parsed = ctx.analysis.parsed
-    if parsed is not None and parsed.program is ctx.analysis.program:
-        return parsed.kept(_parse_message_facts)
-    return _facts_of(ctx.facts)
+    return ctx.per_parse(_parse_message_facts, lambda: _facts_of(ctx.facts))
 
 
 def _parse_message_facts(parsed: ParsedScripts) -> MessageFacts:

@@ -92,10 +92,7 @@ ValueFacts = tuple[dict[tuple[str, str], list[int]], list[tuple[int, Template, l
 
 def _value_facts(ctx: Context) -> ValueFacts:
     """The channel's script-only part: once per parse where analyses share it, not per failure."""
-    parsed = ctx.analysis.parsed
-    if parsed is not None and parsed.program is ctx.analysis.program:
-        return parsed.kept(_parse_value_facts)
-    return _facts_of(ctx.facts)
+    return ctx.per_parse(_parse_value_facts, lambda: _facts_of(ctx.facts))
 
 
 def _parse_value_facts(parsed: ParsedScripts) -> ValueFacts:
