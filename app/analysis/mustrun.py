@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import re
 import weakref
-from collections.abc import Iterable, Iterator
-from typing import Any
+from collections.abc import Callable, Hashable, Iterable, Iterator
+from typing import Any, TypeVar
 
 from app.analysis.callsites import call_sites
 from app.analysis.cfg import EXIT, RAISE, FlowGraph, flow_graph
@@ -58,6 +58,7 @@ def function_of_test(program: Program, test: str) -> Function | None:
     return found[0] if len(found) == 1 else None
 
 
+T = TypeVar("T")
 _MEMOS: dict[int, dict[Any, Any]] = {}
 
 
@@ -72,41 +73,44 @@ def _memo(program: Program) -> dict[Any, Any]:
     return found
 
 
+def _kept(program: Program, key: Hashable, build: Callable[[], T]) -> T:
+    """``build()`` once per program and ``key`` (``_memo``)."""
+    memo = _memo(program)
+    if key not in memo:
+        memo[key] = build()
+    return memo[key]  # type: ignore[no-any-return]
+
+
 def _by_name(program: Program) -> dict[str, list[Function]]:
     """The program's functions by name, in program order (module pseudo-functions under theirs),
     once per program: a CI job looks up every pass's test function."""
-    memo = _memo(program)
-    found = memo.get("by_name")
-    if found is None:
-        found = {}
+
+    def build() -> dict[str, list[Function]]:
+        found: dict[str, list[Function]] = {}
         for f in program.functions:
             found.setdefault(f.name, []).append(f)
-        memo["by_name"] = found
-    return found  # type: ignore[no-any-return]
+        return found
+
+    return _kept(program, "by_name", build)
 
 
 def _modules(program: Program) -> dict[str, list[Function]]:
     """Each file's module pseudo-functions, in program order, once per program."""
-    memo = _memo(program)
-    found = memo.get("modules")
-    if found is None:
-        found = {}
+
+    def build() -> dict[str, list[Function]]:
+        found: dict[str, list[Function]] = {}
         for f in program.functions:
             if f.kind == "module":
                 found.setdefault(f.path, []).append(f)
-        memo["modules"] = found
-    return found  # type: ignore[no-any-return]
+        return found
+
+    return _kept(program, "modules", build)
 
 
 def on_every_path(program: Program, fn: Function) -> frozenset[int]:
     """Statements of ``fn`` that every walk from its entry to its normal exit passes (exception
     edges to handlers included as walks); empty when the flow graph has no such walk."""
-    memo = _memo(program)
-    key = ("every", fn.fid)
-    found = memo.get(key)
-    if found is None:
-        found = memo[key] = _on_every_path(program, fn)
-    return found
+    return _kept(program, ("every", fn.fid), lambda: _on_every_path(program, fn))
 
 
 def _on_every_path(program: Program, fn: Function) -> frozenset[int]:
@@ -176,25 +180,21 @@ def must_run(program: Program, test: str) -> frozenset[int]:
 
 
 def _graph(program: Program, fn: Function) -> FlowGraph:
-    memo = _memo(program)
-    found = memo.get(("graph", fn.fid))
-    if found is None:
-        found = memo[("graph", fn.fid)] = flow_graph(program, fn)
-    return found  # type: ignore[no-any-return]
+    return _kept(program, ("graph", fn.fid), lambda: flow_graph(program, fn))
 
 
 def _callees(program: Program) -> dict[int, list[Function]]:
     """sid -> the functions its calls may reach (``call_sites``), once per program."""
-    memo = _memo(program)
-    found = memo.get("callees")
-    if found is None:
+
+    def build() -> dict[int, list[Function]]:
         by_fid = {f.fid: f for f in program.functions}
-        found = {}
+        found: dict[int, list[Function]] = {}
         for fid, sites in call_sites(program).items():
             for s in sites:
                 found.setdefault(s, []).append(by_fid[fid])
-        memo["callees"] = found
-    return found  # type: ignore[no-any-return]
+        return found
+
+    return _kept(program, "callees", build)
 
 
 def _plain(program: Program, fn: Function, lines: dict[str, tuple[str, ...]]) -> bool:
@@ -228,10 +228,9 @@ def passing_states(program: Program, test: str) -> dict[Loc, State]:
     ran = must_run_lines(program, test)
     if not ran:
         return {}
-    memo = _memo(program)
-    code = memo.get("code")
-    if code is None:
-        code = memo["code"] = [Loc(f.path, n) for f in program.files for n in sorted(f.code_lines)]
+    code = _kept(
+        program, "code", lambda: [Loc(f.path, n) for f in program.files for n in sorted(f.code_lines)]
+    )
     return {loc: State.EXE if loc in ran else State.DBT for loc in code}
 
 
@@ -272,17 +271,17 @@ def _reach_index(program: Program) -> ReachIndex:
     """What ``reached_files`` reads of the program alone, once per program (a CI job asks it for
     every run): functions by id, files' lines, the hook functions and each function's nested
     functions, both in program order."""
-    memo = _memo(program)
-    found = memo.get("reach")
-    if found is None:
+
+    def build() -> ReachIndex:
         children: dict[str, list[Function]] = {}
         for g in program.functions:
             if g.parent is not None:
                 children.setdefault(g.parent, []).append(g)
-        found = memo["reach"] = (
+        return (
             {f.fid: f for f in program.functions},
             {f.path: f.lines for f in program.files},
             [f for f in program.functions if f.kind == "function" and f.is_hook],
             children,
         )
-    return found  # type: ignore[no-any-return]
+
+    return _kept(program, "reach", build)
