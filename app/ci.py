@@ -15,9 +15,10 @@ from datetime import datetime
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from app.analysis.context import REFINEMENTS
 from app.analysis.limits import CostLimits
 from app.analysis.logparse import parse_log
-from app.analysis.model import ParsedLog, Script
+from app.analysis.model import Analysis, ParsedLog, Script
 from app.analysis.parsed import ParseCache
 from app.history.signatures import log_signature, normalise_error
 from app.ingest.base import Results, TestRun
@@ -27,6 +28,7 @@ from app.options import TriageOptions, before_of
 from app.triage import history_skipped, triage
 
 if TYPE_CHECKING:
+    from app.history.records import RunFacts
     from app.localize.llm import ModelClient
 
 CONCURRENCY = 4  # triages at once (model calls dominate; the static phase is milliseconds)
@@ -195,12 +197,29 @@ class LocalTriager:
         client: ModelClient | None,
         history: HistoryReader | None,
         limits: CostLimits | None,
+        *,
+        record: bool = False,
     ) -> None:
         self.options = options
         self.client = client
         self.history = history
         self.limits = limits
         self.parses = ParseCache()
+        # with ``record``: each failure's history facts, from its triage's own analysis (``facts``)
+        self.facts: dict[TestRun, RunFacts] | None = {} if record else None
+
+    def records_facts(self) -> bool:
+        """Whether a triage's analysis is the one recording the run would make: the estimated
+        "tplus" trace of the log read as ``parse`` reads it, with every refinement and no extra
+        log functions (``app.history.facts.run_facts``); then the facts are kept from it."""
+        options = self.options
+        return (
+            self.facts is not None
+            and options.trace == "tplus"
+            and not options.log_functions
+            and (options.log_format or "auto").strip() == "auto"
+            and not any(name in REFINEMENTS for name in options.disabled_channels)
+        )
 
     def parse(self, run: TestRun) -> ParsedLog | None:
         """The run's log parsed as finding its scripts reads it, when the triage reads it alike (a
@@ -220,7 +239,9 @@ class LocalTriager:
             if note is None:
                 window, before = options.history_window, before_of(options)
                 runs = tuple(await asyncio.to_thread(history, test, window, before))
-        return await triage(
+        keep = self.records_facts() and parsed is not None
+        analysed: list[Analysis] = []
+        result = await triage(
             scripts,
             run.log,
             options,
@@ -231,7 +252,21 @@ class LocalTriager:
             history=runs,
             note=note,
             parsed_log=parsed,
+            explain=keep,
+            analysed=analysed.append if keep else None,
         )
+        if analysed and self.facts is not None and parsed is not None:
+            from app.history.facts import failure_facts
+            from app.history.records import parse_test_id
+
+            try:
+                key = parse_test_id(run.test_id, run.suite)[0]
+            except ValueError:  # no key, no record: nothing to keep
+                return result
+            found = failure_facts(key, tuple(scripts), run.log, analysed[0], self.parses, parsed)
+            if found is not None:
+                self.facts[run] = found
+        return result
 
 
 def local_triager(
@@ -240,9 +275,11 @@ def local_triager(
     *,
     history: HistoryReader | None = None,
     limits: CostLimits | None = None,
+    record: bool = False,
 ) -> LocalTriager:
-    """A ``LocalTriager``: triage in this process, the job's parses shared."""
-    return LocalTriager(options, client, history, limits)
+    """A ``LocalTriager``: triage in this process, the job's parses shared; with ``record`` each
+    failure's history facts are kept from its triage (``LocalTriager.facts``)."""
+    return LocalTriager(options, client, history, limits, record=record)
 
 
 async def triage_run(

@@ -16,13 +16,14 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from app.history.records import RunRecord, env_fingerprint
+from app.history.records import RunFacts, RunRecord, env_fingerprint
 from app.history.signatures import Run, site_sig, verdict_of
 from app.ingest.job import Job
 from app.ingest.testkey import parse_test_id
 
 if TYPE_CHECKING:
     from app.ci import CiReport
+    from app.ingest.base import TestRun
     from app.ingest.resolve import Checkout
 
 FAILING = ("fail", "error")
@@ -133,6 +134,7 @@ def run_records(
     *,
     checkout: Checkout | None = None,
     resolve_failures: bool = False,
+    facts: Mapping[TestRun, RunFacts] | None = None,
 ) -> list[RunRecord]:
     """Every test run of a job's results (passes too) as history records, named by the job.
 
@@ -142,7 +144,8 @@ def run_records(
     carries the scripts it was triaged with and the signature ``tcfl ci`` gave it; given the
     ``checkout``, a pass gets its scripts by the same resolution, so it is stored with a version and
     counts by its must-run lines (and, with ``resolve_failures``, so does a failure that was not
-    triaged: the CLI reads a local checkout, where that costs nothing and risks nothing).
+    triaged: the CLI reads a local checkout, where that costs nothing and risks nothing). ``facts``:
+    failures' facts kept from their triages (``LocalTriager.facts``), with the record's err_sig.
     """
     from app.ingest.resolve import find_scripts
 
@@ -151,6 +154,7 @@ def run_records(
         return []
     sources = {t.run.test_id: t.sources for t in report.triaged}
     signatures = {t.run: t.signature for t in report.triaged}
+    own = {t.run: t.sources for t in report.triaged}
     seen: Counter[str] = Counter()
     out = []
     for run in results.runs:
@@ -163,6 +167,10 @@ def run_records(
             if checkout is not None and (verdict == "pass" or resolve_failures)
             else ()
         )
+        err_sig = signatures.get(run) if verdict in FAILING else None
+        kept = facts.get(run) if facts is not None and err_sig else None
+        if kept is not None and own.get(run) != scripts:  # another run of the test id was triaged
+            kept = None
         out.append(
             RunRecord(
                 key=key,
@@ -175,8 +183,9 @@ def run_records(
                 commit=job.commit,
                 scripts=tuple(scripts),
                 log=run.log or None,
-                err_sig=signatures.get(run) if verdict in FAILING else None,
+                err_sig=err_sig,
                 job=job.key + place,
+                facts=None if kept is None else replace(kept, facts=(err_sig, *kept.facts[1:])),
             )
         )
     return out

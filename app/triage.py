@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from app.analysis.context import REFINEMENTS, EstimateOptions
 from app.analysis.grounding import missing_evidence
 from app.analysis.limits import CostLimits
-from app.analysis.model import ParsedLog, Script
+from app.analysis.model import Analysis, ParsedLog, Script
 from app.analysis.parsed import ParseCache
 from app.analysis.pipeline import analyze
 from app.analysis.render import render
@@ -140,15 +140,25 @@ async def triage(
     history: Sequence[HistoryRun] = (),
     note: str | None = None,
     parsed_log: ParsedLog | None = None,
+    explain: bool = False,
+    analysed: Callable[[Analysis], None] | None = None,
 ) -> TriageResult:
     """Rank the ``options.k`` most suspicious elements; ``ValueError`` for bad options or a case
     over ``limits``. ``parses`` shares the scripts' parse between failures of the same scripts;
     ``test`` and ``history`` are the failing test's key and its recorded runs, ``note`` why none
-    were read; ``parsed_log`` the log already parsed with the options' log format."""
+    were read; ``parsed_log`` the log already parsed with the options' log format. ``explain``
+    keeps each line's reason in the analysis, and ``analysed`` is handed the analysis once the
+    ranking is done (``tcfl ci`` records a failure's facts from it instead of analysing it again);
+    neither changes the result."""
     started = time.perf_counter()
-    prepared = prepare(scripts, log, options, limits=limits, parses=parses, parsed_log=parsed_log)
+    prepared = prepare(
+        scripts, log, options, explain=explain, limits=limits, parses=parses, parsed_log=parsed_log
+    )
     request = with_history(prepared, test, history)
-    return await rank(request, client=client, started=started, note=note)
+    result = await rank(request, client=client, started=started, note=note)
+    if analysed is not None:
+        analysed(prepared.analysis)
+    return result
 
 
 def finish(make: Callable[[], Coroutine[Any, Any, T]], *, no_io: bool = True) -> T:

@@ -70,3 +70,42 @@ def test_a_configured_log_format_parses_the_log_for_the_analysis_apart(tmp_path:
     local = local_triager(TriageOptions(ranker="heuristic", log_format="plain"), None)
     assert all(local.parse(run) is None for run in results.failed)
     assert all(t["triaged"] for t in _report(local, results))
+
+
+def test_a_recording_triager_keeps_each_failures_facts_as_recording_computes_them(tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    from app.history.facts import batch_facts
+    from app.ingest.job import Job
+    from app.launch import run_records
+
+    results = read_results(_junit(tmp_path), "auto")
+    options = TriageOptions(ranker="heuristic", k=3)
+    recording = local_triager(options, None, record=True)
+    checkout = Checkout.scan(SUITE)
+    report = asyncio.run(triage_results(results, checkout, recording))
+    assert _report(recording, results) == _report(local_triager(options, None), results)  # same answers
+    assert recording.facts is not None and set(recording.facts) == set(results.failed)
+    when = datetime(2024, 1, 1, tzinfo=UTC)
+    kept = run_records(report, Job(), when, checkout=checkout, facts=recording.facts)
+    plain = run_records(report, Job(), when, checkout=checkout)
+    computed = batch_facts(plain)
+    failed = [i for i, r in enumerate(plain) if r.verdict == "fail"]
+    assert len(failed) == 6 and all(plain[i].facts is None for i in failed)
+    for i in failed:
+        assert kept[i].facts == computed[i]  # paths, err_sig, message, packed trace, printed values
+        assert kept[i].facts is not None and kept[i].facts.facts[0] == kept[i].err_sig
+    assert all(kept[i].facts is None for i in range(len(kept)) if i not in failed)  # passes: recorded later
+
+
+def test_a_triage_analysed_unlike_recording_keeps_no_facts(tmp_path: Path) -> None:
+    results = read_results(_junit(tmp_path), "auto")
+    for options in (
+        TriageOptions(ranker="heuristic", log_functions=("report",)),
+        TriageOptions(ranker="heuristic", trace="t0"),
+        TriageOptions(ranker="heuristic", log_format="plain"),
+    ):
+        triager = local_triager(options, None, record=True)
+        asyncio.run(triage_results(results, Checkout.scan(SUITE), triager))
+        assert triager.facts == {}
+    assert local_triager(TriageOptions(), None).facts is None  # not recording

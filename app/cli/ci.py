@@ -21,8 +21,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from app.analysis.parsed import ParseCache
-from app.ci import CiReport, Triager, local_triager, triage_results
+from app.ci import CiReport, LocalTriager, Triager, local_triager, triage_results
 from app.cli import UsageError
 from app.cli.flags import add_job_flags, add_option_flags, job_given, options_given
 from app.cli.io import load_settings
@@ -114,10 +113,13 @@ def run(args: argparse.Namespace) -> int:
 
                 history = HistoryStore(store)
                 reader = lambda test, window, before: history.history_runs(test, limit=window, before=before)  # noqa: E731
-            triager = local_triager(options, client, history=reader, limits=settings.cost_limits())
+            recording = store is not None and not args.no_store
+            triager = local_triager(
+                options, client, history=reader, limits=settings.cost_limits(), record=recording
+            )
             report = asyncio.run(_triage(results, checkout, triager, client, settings.max_files_per_case))
-            if store is not None and not args.no_store:
-                report = _record(store, report, job, started, checkout, options, triager.parses)
+            if store is not None and recording:
+                report = _record(store, report, job, started, checkout, options, triager)
         finally:
             if store is not None:
                 store.close()
@@ -192,7 +194,7 @@ def _record(
     started: datetime,
     checkout: Checkout,
     options: TriageOptions,
-    parses: ParseCache,
+    triager: LocalTriager,
 ) -> CiReport:
     """The job into the store (``app.store.jobs.record_job``); a database problem is a warning,
     never a lost report."""
@@ -201,7 +203,9 @@ def _record(
 
     url = safe_url(str(store.engine.url))
     try:
-        report, recorded = record_job(store, report, job, started, checkout, options, parses)
+        report, recorded = record_job(
+            store, report, job, started, checkout, options, triager.parses, triager.facts
+        )
     except Exception as exc:
         print(f"tcfl ci: warning: runs not recorded in {url}: {type(exc).__name__}: {exc}", file=sys.stderr)
         return report

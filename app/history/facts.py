@@ -10,18 +10,18 @@ pass trace computed once, every script checked against the cost limits first.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from app.analysis.limits import CostLimits, check_text
 from app.analysis.logparse import parse_log
-from app.analysis.model import Loc, ParsedLog, State
+from app.analysis.model import Analysis, Loc, ParsedLog, Script, State
 from app.analysis.mustrun import must_run_lines
 from app.analysis.parsed import ParseCache, ParsedScripts, log_patterns
 from app.analysis.pipeline import analyze
 from app.history.packed import pack_trace, packable
 from app.history.rank import Values
-from app.history.records import Facts, RunFacts, RunRecord, scoped
+from app.history.records import Facts, RunFacts, RunRecord, TestKey, scoped, scoped_scripts
 from app.history.signatures import analysis_signature, parsed_signature
 from app.history.values import value_tuples
 
@@ -31,6 +31,7 @@ def run_facts(
     parses: ParseCache,
     limits: CostLimits | None = None,
     parsed_log: ParsedLog | None = None,
+    paths: Collection[str] | None = None,
 ) -> Facts:
     """(err_sig, error message, estimated trace, printed values) from the run's log and scripts.
 
@@ -38,11 +39,11 @@ def run_facts(
     end: its trace is the test's must-run lines, the rest doubtful (``pass_trace``). A failure's
     err_sig is the one id of ``app.history.signatures``, or the one its record carries. With
     ``limits``, scripts over them raise ``InputTooCostly`` before any analysis. ``parsed_log``: the
-    record's log parsed already (``parse_log``).
+    record's log parsed already (``parse_log``); ``paths``: the files whose trace is kept (None: all).
     """
     failed = record.verdict in ("fail", "error")
     if not record.log:
-        trace = pass_trace(record, parses, limits) if record.verdict == "pass" else None
+        trace = pass_trace(record, parses, limits, paths) if record.verdict == "pass" else None
         return (record.err_sig if failed else None), None, trace, None
     if record.scripts:
         try:
@@ -59,29 +60,76 @@ def run_facts(
                 raise
             analysis = None
         if analysis is not None:
-            trace: dict[str, Any] = {}
-            tplus = analysis.traces["tplus"]
-            for f in analysis.program.files:
-                states: dict[str, list[int]] = {"E": [], "N": [], "D": []}
-                for n in sorted(f.code_lines):
-                    ev = tplus.evidence.get(Loc(f.path, n))
-                    state = ev.state if ev is not None else None
-                    kept = Loc(f.path, n) in tplus.kept
-                    if state == State.EXE or (state is None and kept):
-                        states["E" if state == State.EXE else "D"].append(n)
-                    elif state == State.DBT:
-                        states["D"].append(n)
-                    else:
-                        states["N"].append(n)
-                trace[f.path] = states
-            printed = values_json(value_tuples(analysis))
-            if not failed:
-                return None, None, trace, printed
-            sig = record.err_sig or analysis_signature(analysis)
-            return sig, analysis.log.error_message[:2000], trace, printed
+            return analysis_facts(analysis, failed, record.err_sig, paths)
     if not failed:
         return None, None, None, None
     return log_facts(record)
+
+
+def analysis_facts(
+    analysis: Analysis, failed: bool, err_sig: str | None = None, paths: Collection[str] | None = None
+) -> Facts:
+    """A run's facts from its analysis (an explained "tplus" trace): err_sig (``err_sig``, else the
+    analysis' own), error message, the lines of each file (of ``paths`` only, when given) by
+    state, printed values."""
+    trace: dict[str, Any] = {}
+    tplus = analysis.traces["tplus"]
+    evidence, kept_lines = tplus.evidence, tplus.kept
+    for f in analysis.program.files:
+        if paths is not None and f.path not in paths:
+            continue
+        states: dict[str, list[int]] = {"E": [], "N": [], "D": []}
+        for n in sorted(f.code_lines):
+            loc = Loc(f.path, n)
+            ev = evidence.get(loc)
+            state = ev.state if ev is not None else None
+            kept = loc in kept_lines
+            if state == State.EXE or (state is None and kept):
+                states["E" if state == State.EXE else "D"].append(n)
+            elif state == State.DBT:
+                states["D"].append(n)
+            else:
+                states["N"].append(n)
+        trace[f.path] = states
+    printed = values_json(value_tuples(analysis))
+    if not failed:
+        return None, None, trace, printed
+    sig = err_sig or analysis_signature(analysis)
+    return sig, analysis.log.error_message[:2000], trace, printed
+
+
+def failure_facts(
+    key: TestKey,
+    scripts: tuple[Script, ...],
+    log: str,
+    analysis: Analysis,
+    parses: ParseCache,
+    parsed_log: ParsedLog,
+) -> RunFacts | None:
+    """A failed run's facts from the analysis its triage made of ``scripts`` (explained, "tplus",
+    the log read by ``parse_log``): what ``batch_facts`` gets for a record of the run without an
+    err_sig. None where the scope's analysis is another one (``same_analysis``)."""
+    kept = scoped_scripts(scripts, key, log, parses, parsed_log)
+    paths = tuple(s.path for s in kept)
+    if kept is not scripts and not same_analysis(parses, scripts, paths):
+        return None
+    return packed_facts(paths, analysis_facts(analysis, True, None, frozenset(paths)))
+
+
+def same_analysis(parses: ParseCache, scripts: Sequence[Script], paths: Collection[str]) -> bool:
+    """Whether the scripts of ``paths`` are analysed as all ``scripts`` are, file by file: the
+    scripts left out hold no statement (an empty ``__init__.py``, a file of comments), so they
+    change no other file's analysis and the job's parse of all of them serves."""
+    try:
+        coded = parses.get(list(scripts), log_patterns(())).kept(_coded_paths)
+    except ValueError:
+        return False
+    return not any(s.path not in paths and s.path in coded for s in scripts)
+
+
+def _coded_paths(parsed: ParsedScripts) -> frozenset[str]:
+    """The files holding a statement: a function, or module-level code (once per parse)."""
+    return frozenset(f.path for f in parsed.program.functions if f.kind != "module" or f.statements)
 
 
 def log_facts(record: RunRecord) -> Facts:
@@ -108,10 +156,14 @@ def values_json(values: Values) -> dict[str, Any] | None:
 
 
 def pass_trace(
-    record: RunRecord, parses: ParseCache, limits: CostLimits | None = None
+    record: RunRecord,
+    parses: ParseCache,
+    limits: CostLimits | None = None,
+    paths: Collection[str] | None = None,
 ) -> dict[str, Any] | None:
-    """A log-less pass's trace from its scripts: must-run lines "E", the other code lines "D";
-    None without scripts or when no function of the scripts is the test."""
+    """A log-less pass's trace from its scripts (the files of ``paths`` only, when given): must-run
+    lines "E", the other code lines "D"; None without scripts or when no function of the scripts
+    is the test."""
     if not record.scripts:
         return None
     try:
@@ -130,6 +182,8 @@ def pass_trace(
         by_path.setdefault(loc.path, set()).add(loc.line)
     trace: dict[str, Any] = {}
     for f, code in zip(program.files, parsed.kept(_code_order), strict=True):
+        if paths is not None and f.path not in paths:
+            continue
         done = by_path.get(f.path, set())  # code lines (``must_run_lines``)
         doubtful = list(code)
         for n in sorted(done & f.code_lines, reverse=True):  # a few lines out of thousands
@@ -141,6 +195,15 @@ def pass_trace(
 def _code_order(parsed: ParsedScripts) -> tuple[tuple[int, ...], ...]:
     """Each file's code lines, ascending: once per parse, for the many passes of its tests."""
     return tuple(tuple(sorted(f.code_lines)) for f in parsed.program.files)
+
+
+def packed_facts(paths: tuple[str, ...], facts: Facts) -> RunFacts:
+    """A run's facts with its trace packed (``app.history.packed``) where it packs: done where the
+    facts are computed (the analysis pool, a CI job's triage), not by the writer."""
+    trace = facts[2]
+    if trace is not None and packable(trace):
+        return RunFacts(paths, (facts[0], facts[1], None, facts[3]), packed=pack_trace(trace, checked=True))
+    return RunFacts(paths, facts)
 
 
 def batch_facts(
@@ -183,16 +246,15 @@ def batch_facts(
             failed = record.log and record.scripts and record.verdict in ("fail", "error")
             parsed_log = parse_log(record.log) if failed and record.log else None
             kept = scoped(record, parses, parsed_log)
-            facts = run_facts(kept, parses, limits, parsed_log)
+            version = tuple(s.path for s in kept.scripts)
+            if kept is not record and same_analysis(parses, record.scripts, version):
+                facts = run_facts(record, parses, limits, parsed_log, frozenset(version))
+            else:
+                facts = run_facts(kept, parses, limits, parsed_log)
         except ValueError as exc:  # this run's own log is past a limit: what its record carries
             out.append(RunFacts(paths, log_only(record), f"{record.test_id[:200]}: no trace recorded: {exc}"))
             continue
-        trace = facts[2]
-        if trace is not None and packable(trace):  # packed here, in the pool, not by the writer
-            facts, packed = (facts[0], facts[1], None, facts[3]), pack_trace(trace, checked=True)
-        else:
-            packed = None
-        found = RunFacts(tuple(s.path for s in kept.scripts), facts, packed=packed)
+        found = packed_facts(version, facts)
         if memo is not None:
             traced[memo] = found
         out.append(found)

@@ -194,27 +194,41 @@ def scope_paths(program: Program, test: str, frame_paths: Iterable[str] = ()) ->
 
 
 def scoped(record: RunRecord, parses: ParseCache, parsed_log: ParsedLog | None = None) -> RunRecord:
-    """The record with only its test's scripts (``scope_paths``): a run's script version is its
-    test's own file and the files its trace reaches, not whatever list was sent with it.
-    ``parsed_log``: the record's log parsed already (``parse_log``)."""
+    """The record with only its test's scripts (``scoped_scripts``); ``parsed_log``: the record's
+    log parsed already (``parse_log``)."""
     if not record.scripts:
         return record
+    failed = record.verdict in ("fail", "error")
+    kept = scoped_scripts(record.scripts, record.key, record.log if failed else None, parses, parsed_log)
+    return record if kept is record.scripts else replace(record, scripts=kept)
+
+
+def scoped_scripts(
+    scripts: tuple[Script, ...],
+    key: TestKey,
+    failure_log: str | None,
+    parses: ParseCache,
+    parsed_log: ParsedLog | None = None,
+) -> tuple[Script, ...]:
+    """A run's script version (``scope_paths``): its test's own file and the files its trace
+    reaches, not whatever list was sent with it; the failure's log names frames' files too.
+    ``scripts`` itself when nothing is left out or the scripts do not parse."""
     from app.analysis.logparse import parse_log, script_frames
     from app.analysis.parsed import log_patterns
 
     try:
-        program = parses.get(list(record.scripts), log_patterns(())).program
+        program = parses.get(list(scripts), log_patterns(())).program
     except ValueError:
-        return record
+        return scripts
     frames: list[str] = []
-    if record.log and record.verdict in ("fail", "error"):
+    if failure_log:
         files = {f.path: f.lines for f in program.files}
-        parsed = parse_log(record.log) if parsed_log is None else parsed_log
+        parsed = parse_log(failure_log) if parsed_log is None else parsed_log
         frames = [f.path for f in script_frames(parsed.frames, files)[0]]
-    paths = scope_paths(program, record.key.key, frames) or scope_paths(program, record.key.name, frames)
-    if paths is None:
-        return record
-    return replace(record, scripts=tuple(s for s in record.scripts if s.path in paths))
+    paths = scope_paths(program, key.key, frames) or scope_paths(program, key.name, frames)
+    if paths is None or all(s.path in paths for s in scripts):
+        return scripts
+    return tuple(s for s in scripts if s.path in paths)
 
 
 def _opt(value: Any) -> str | None:

@@ -20,7 +20,7 @@ from sqlalchemy.exc import IntegrityError
 
 from app.analysis.parsed import ParseCache
 from app.ci import CiReport, history_key
-from app.history.records import RunRecord
+from app.history.records import RunFacts, RunRecord
 from app.ingest.base import TestRun
 from app.ingest.job import Job
 from app.ingest.resolve import Checkout
@@ -87,16 +87,18 @@ def record_job(
     checkout: Checkout | None,
     options: TriageOptions,
     parses: ParseCache | None = None,
+    facts: Mapping[TestRun, RunFacts] | None = None,
 ) -> tuple[CiReport, Recorded]:
     """The job into the store: each triage (so the dashboard shows it) unless the job was recorded
     before, every test's run (passes too, with their scripts from the checkout) and the job's
     launch; the report with its launch and known issues. ``parses``: the triages' parses, which
-    the runs' facts read again (the same scripts)."""
+    the runs' facts read again (the same scripts); ``facts``: the failures' facts kept from their
+    triages (``app.ci.LocalTriager.facts``), not computed again."""
     launches = LaunchStore(store)
     if launches.find(job.identity) is None:
         report = store_triages(store, report, options)
     history = HistoryStore(store)
-    records = run_records(report, job, started, checkout=checkout, resolve_failures=True)
+    records = run_records(report, job, started, checkout=checkout, resolve_failures=True, facts=facts)
     records = history.with_facts(records, parses)
     recorded = record_launch(
         report,

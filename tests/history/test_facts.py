@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from functools import partial
 
 from app.analysis.limits import CostLimits
-from app.analysis.model import Script
+from app.analysis.logparse import parse_log
+from app.analysis.model import Analysis, Script
 from app.analysis.parsed import ParseCache
-from app.history.facts import batch_facts, run_facts
+from app.history.facts import batch_facts, failure_facts, run_facts, same_analysis
 from app.history.packed import unpack_trace
 from app.history.records import RunRecord, parse_test_id, scoped
 
@@ -60,3 +62,58 @@ def test_scripts_over_a_cost_limit_give_the_logs_facts_and_a_warning() -> None:
     assert all(f.facts[2] is None and f.packed is None for f in found)
     assert found[1].facts[0] is not None and "ValueError" in (found[1].facts[1] or "")  # from the log
     assert all("max_script_lines=5" in (f.warning or "") for f in found)
+
+
+INIT = Script("pkg/__init__.py", "")
+NOTES = Script("pkg/notes.py", "# nothing but comments\n# and a second line\n")
+
+
+def test_scripts_left_out_without_a_statement_give_the_facts_of_the_scope() -> None:
+    scripts = (TESTS, INIT, HELPER, NOTES)
+    records = [
+        _record("test_mod.py::test_a", "pass", scripts=scripts),
+        _record("test_mod.py::test_c", "fail", LOG, scripts=scripts),
+        _record("test_mod.py::test_b", "pass", "x is 2\n", scripts=scripts),
+    ]
+    parses = ParseCache()
+    found = batch_facts(records, parses=parses)
+    assert same_analysis(parses, scripts, ("test_mod.py", "helpers.py"))
+    for record, got in zip(records, found, strict=True):
+        kept = scoped(record, ParseCache())
+        assert got.paths == tuple(s.path for s in kept.scripts)
+        assert not {INIT.path, NOTES.path} & set(got.paths)  # left out: the shared parse served
+        trace = unpack_trace(got.packed) if got.packed is not None else got.facts[2]
+        assert (got.facts[0], got.facts[1], trace, got.facts[3]) == run_facts(kept, ParseCache())
+
+
+def test_a_left_out_script_with_code_is_analysed_apart() -> None:
+    parses = ParseCache()
+    assert not same_analysis(parses, (TESTS, HELPER, OTHER), ("test_mod.py", "helpers.py"))
+    assert same_analysis(parses, (TESTS, HELPER, OTHER), ("test_mod.py", "helpers.py", "test_other.py"))
+
+
+LOG_A = (
+    "Traceback (most recent call last):\n"
+    '  File "test_mod.py", line 5, in test_a\n    check(1)\n'
+    '  File "helpers.py", line 2, in check\n    assert v\nAssertionError\n'
+)
+
+
+def test_a_triages_analysis_gives_the_failures_facts() -> None:
+    from app.options import TriageOptions
+    from app.triage import finish, triage
+
+    parsed = parse_log(LOG_A)
+    options = TriageOptions(ranker="heuristic")
+    for scripts, reused in (((TESTS, INIT, HELPER, NOTES), True), ((TESTS, HELPER, OTHER), False)):
+        record = _record("test_mod.py::test_a", "fail", LOG_A, scripts=scripts)
+        parses = ParseCache()
+        seen: list[Analysis] = []
+        run = partial(triage, scripts, LOG_A, options, client=None, parses=parses, explain=True)
+        finish(partial(run, analysed=seen.append))
+        got = failure_facts(record.key, scripts, LOG_A, seen[0], parses, parsed)
+        if not reused:
+            assert got is None  # the scope leaves out test_other.py, which holds code
+            continue
+        assert got is not None and got.paths == ("test_mod.py", "helpers.py")
+        assert got == batch_facts([record])[0]  # paths, err_sig, message, packed trace, values
