@@ -80,50 +80,78 @@ def check_text(scripts: Sequence[Script], log: str, limits: CostLimits) -> None:
         raise _exceeded(f"the log has {log_lines} lines", "max_log_lines", limits.max_log_lines)
 
 
+# what each kind of node counts for, as bits: a block, a function, a statement, a branch
+_BLOCK, _FUNCTION, _STATEMENT, _BRANCH = 1, 2, 4, 8
+_KINDS: dict[int, tuple[int, ...]] = {}  # id of a grammar -> bits by node kind id
+
+
+def _kind_bits(tree: Tree) -> tuple[int, ...]:
+    """Each node kind's bits, by kind id, once per grammar: the pass reads a node's kind id (an
+    int) instead of making its type's string."""
+    language = tree.language
+    found = _KINDS.get(id(language))
+    if found is None:
+        bits = []
+        for kind_id in range(language.node_kind_count):
+            kind = language.node_kind_for_id(kind_id) or ""
+            bits.append(
+                (_BLOCK if kind in _BLOCK_TYPES else 0)
+                | (_FUNCTION if kind in _FUNCTION_TYPES else 0)
+                | (_STATEMENT if kind.endswith(("_statement", "_clause")) else 0)
+                | (_BRANCH if kind in _BRANCH_TYPES else 0)
+            )
+        found = _KINDS[id(language)] = tuple(bits)
+    return found
+
+
 def check_tree(path: str, tree: Tree, limits: CostLimits) -> None:
     """Nesting, statements and branches of one parsed script; one iterative pass over the tree."""
+    kinds = _kind_bits(tree)
+    max_depth, max_blocks = limits.max_syntax_depth, limits.max_nesting_depth
+    max_statements, max_branches = limits.max_statements_per_function, limits.max_branches_per_function
     cursor = tree.walk()
-    # per open node: (counted as a block, opened a function)
-    open_nodes: list[tuple[bool, bool]] = []
+    opened: list[int] = []  # the bits of each open node
     blocks = 0
     functions: list[list[int]] = [[0, 0]]  # [statements, branches] of each enclosing function
     while True:
         node = cursor.node
         assert node is not None
-        kind = node.type
-        is_block = kind in _BLOCK_TYPES
-        is_function = kind in _FUNCTION_TYPES
-        blocks += is_block
-        depth = len(open_nodes) + 1
-        if depth > limits.max_syntax_depth:
+        kind_id = node.kind_id
+        bits = kinds[kind_id] if kind_id < len(kinds) else 0  # an ERROR node's id is past the grammar's
+        depth = len(opened) + 1
+        if depth > max_depth:
             raise _exceeded(
-                f"{path}:{node.start_point.row + 1}: syntax nested over {limits.max_syntax_depth} deep",
+                f"{path}:{node.start_point.row + 1}: syntax nested over {max_depth} deep",
                 "max_syntax_depth",
-                limits.max_syntax_depth,
+                max_depth,
             )
-        if blocks > limits.max_nesting_depth:
-            raise _exceeded(
-                f"{path}:{node.start_point.row + 1}: blocks nested over {limits.max_nesting_depth} deep",
-                "max_nesting_depth",
-                limits.max_nesting_depth,
-            )
-        counts = functions[-1]
-        if kind.endswith("_statement") or kind.endswith("_clause"):
-            counts[0] += 1
-        if kind in _BRANCH_TYPES:
-            counts[1] += 1
-        # a count can only pass its limit at the node that raised it, as each raise stops the pass
-        if counts[0] > limits.max_statements_per_function or counts[1] > limits.max_branches_per_function:
-            raise _function_too_big(f"{path}:{node.start_point.row + 1}", counts, limits)
-        if is_function:
-            functions.append([0, 0])
-        open_nodes.append((is_block, is_function))
+        if bits:
+            if bits & _BLOCK:
+                blocks += 1
+                if blocks > max_blocks:
+                    raise _exceeded(
+                        f"{path}:{node.start_point.row + 1}: blocks nested over {max_blocks} deep",
+                        "max_nesting_depth",
+                        max_blocks,
+                    )
+            counts = functions[-1]
+            if bits & _STATEMENT:
+                counts[0] += 1
+            if bits & _BRANCH:
+                counts[1] += 1
+            # a count can only pass its limit at the node that raised it, as each raise stops the pass
+            if counts[0] > max_statements or counts[1] > max_branches:
+                raise _function_too_big(f"{path}:{node.start_point.row + 1}", counts, limits)
+            if bits & _FUNCTION:
+                functions.append([0, 0])
+        opened.append(bits)
         if cursor.goto_first_child():
             continue
         while True:  # close this node, then move on to its next sibling or close its parent
-            closed_block, closed_function = open_nodes.pop()
-            blocks -= closed_block
-            if closed_function:
+            closed = opened.pop()
+            if closed & _BLOCK:
+                blocks -= 1
+            if closed & _FUNCTION:
                 functions.pop()
             if cursor.goto_next_sibling():
                 break

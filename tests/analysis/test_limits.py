@@ -74,3 +74,12 @@ def test_any_text_passes_or_names_a_limit(code: str, bound: int) -> None:
         _check(code, max_nesting_depth=bound, max_syntax_depth=bound * 3)
     except InputTooCostly as exc:
         assert "max_" in str(exc)
+
+
+def test_broken_syntax_counts_as_the_rest_does() -> None:
+    """ERROR nodes (whose kind id lies past the grammar's kinds) count for nothing themselves."""
+    broken = nested_ifs(9) + "x = (]\n" + "".join(f"def g{i}(:\n    a = {i}\n" for i in range(3))
+    assert parse_tree(broken).root_node.has_error
+    _check(broken, max_nesting_depth=10)
+    with pytest.raises(InputTooCostly, match="max_nesting_depth=9"):
+        _check(broken, max_nesting_depth=9)
