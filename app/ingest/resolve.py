@@ -220,7 +220,9 @@ def id_paths(test_id: str) -> list[str]:
 def find_scripts(
     run: TestRun, checkout: Checkout, *, max_files: int = 20, frames: Sequence[Frame] | None = None
 ) -> tuple[list[Script], list[str]]:
-    """The run's scripts (the test file first, traceback files next, then imported helpers).
+    """The run's scripts: the test file, the traceback's files, the conftests whose fixtures the
+    test uses and the helpers all of them import (kept in this priority over ``max_files``); in
+    the order of the test file, its conftests and their helpers, then the rest.
 
     ``frames``: the run's log's traceback frames, where the caller parsed the log already (else
     the log is parsed here for them)."""
@@ -244,20 +246,23 @@ def find_scripts(
         take(frame.path, guess=False)
     if not chosen:
         return [], warnings
-    for rel in named or chosen[:1]:  # else the first file a traceback names
-        for conftest in conftests(rel, run.test_id, checkout):
-            if conftest not in chosen:
-                chosen.append(conftest)
-    key = tuple(chosen)
-    helpers = checkout._helpers.get(key)
-    if helpers is None:
-        helpers = checkout._helpers[key] = _helpers(chosen, checkout)
-    for helper in helpers:
+    test = named or chosen[:1]  # else the first file a traceback names
+    own = [c for rel in test for c in conftests(rel, run.test_id, checkout) if c != rel]
+    for conftest in own:
+        if conftest not in chosen:
+            chosen.append(conftest)
+    for helper in _helpers_of(chosen, checkout):
         if helper not in chosen:
             chosen.append(helper)
     if len(chosen) > max_files:
         warnings.append(f"{len(chosen)} files found for {run.test_id}; kept the first {max_files}")
         chosen = chosen[:max_files]
+    # in the order of what the test's own files make, whatever the traceback names: the test's
+    # failures share one parse of its scripts and number its code alike
+    base = [*test, *own]
+    base += _helpers_of(base, checkout)
+    kept, first = set(chosen), set(base)
+    chosen = [*(rel for rel in base if rel in kept), *(rel for rel in chosen if rel not in first)]
     scripts = []
     for rel in chosen:
         content, why = checkout.read_checked(rel)
@@ -501,6 +506,15 @@ def _local_outside(printed: str, root: Path) -> bool:
         return path.is_absolute() and path.exists() and not _inside(path, root)
     except (OSError, ValueError):
         return False
+
+
+def _helpers_of(scripts: list[str], checkout: Checkout) -> list[str]:
+    """``_helpers`` once per checkout and list of scripts (a job's tests share their modules)."""
+    key = tuple(scripts)
+    found = checkout._helpers.get(key)
+    if found is None:
+        found = checkout._helpers[key] = _helpers(scripts, checkout)
+    return found
 
 
 def _helpers(scripts: list[str], checkout: Checkout) -> list[str]:

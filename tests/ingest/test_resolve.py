@@ -182,3 +182,30 @@ def test_frames_the_caller_parsed_find_what_the_log_gives(tmp_path: Path) -> Non
     assert given == find_scripts(run, Checkout.scan(tmp_path))
     assert [s.path for s in given[0]] == ["suite/test_a.py", "suite/lib/ports.py"]
     assert find_scripts(run, checkout, frames=())[0] == []  # the frames given are the ones read
+
+
+def test_a_tests_scripts_come_in_one_order_whatever_its_traceback_names(tmp_path: Path) -> None:
+    files = {
+        **CONFTEST_FIXTURES,
+        "suite/net/test_ports.py": "from lib import ports, util\n\n\ndef test_ports(lab):\n    ports.up()\n",
+        "lib/__init__.py": "",
+        "lib/ports.py": "def up():\n    raise KeyError('speed')\n",
+        "lib/util.py": "x = 1\n",
+        "tools/runner.py": "from lib import util\n\n\ndef main():\n    pass\n",
+    }
+    checkout = _tree(tmp_path, files)
+    test_id = "suite/net/test_ports.py::test_ports"
+    crash = (
+        'Traceback (most recent call last):\n  File "/ci/tools/runner.py", line 5, in main\n'
+        '  File "/ci/suite/net/test_ports.py", line 5, in test_ports\n'
+        "  File \"/ci/lib/ports.py\", line 2, in up\nKeyError: 'speed'\n"
+    )
+    plain, _ = _paths(TestRun(test_id, "fail", log="AssertionError: 1 != 2"), checkout)
+    named, _ = _paths(TestRun(test_id, "fail", log=crash), checkout)
+    own = ["suite/net/test_ports.py", "suite/conftest.py", "conftest.py", "lib/__init__.py", "lib/ports.py"]
+    assert plain == [*own, "lib/util.py"]
+    assert named == [*plain, "tools/runner.py"]  # a file only the traceback names comes after
+    scripts, warnings = find_scripts(TestRun(test_id, "fail", log=crash), checkout, max_files=3)
+    # over max_files the test file and the traceback's files are kept first, then ordered alike
+    assert [s.path for s in scripts] == ["suite/net/test_ports.py", "lib/ports.py", "tools/runner.py"]
+    assert any("kept the first 3" in w for w in warnings)
