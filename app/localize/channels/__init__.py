@@ -106,9 +106,10 @@ class Context:
         return self.per_parse(_no_uses, dict)
 
     @cached_property
-    def walk_memo(self) -> dict[tuple[str, ...], object]:
+    def walk_memo(self) -> dict[tuple[object, ...], object]:
         """What ``dataflow``'s walk derives from the scripts alone (a function's results, the
-        calls that bind a parameter), by a key naming it: kept per parse, as ``sorted_uses`` is."""
+        calls that bind a parameter, each step's credits), by a key naming it: kept per parse, as
+        ``sorted_uses`` is."""
         return self.per_parse(_no_walks, dict)
 
     def sid_at(self, path: str, line: int) -> int | None:
@@ -166,5 +167,5 @@ def _no_uses(parsed: ParsedScripts) -> dict[int, tuple[str, ...]]:
     return {}
 
 
-def _no_walks(parsed: ParsedScripts) -> dict[tuple[str, ...], object]:
+def _no_walks(parsed: ParsedScripts) -> dict[tuple[object, ...], object]:
     return {}

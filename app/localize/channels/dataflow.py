@@ -20,6 +20,7 @@ import ast
 import re
 from collections import deque
 from collections.abc import Callable, Iterable
+from typing import cast
 
 from app.analysis.model import Function, Statement, StmtKind
 from app.localize.channels import Context, Scores, Signal, put
@@ -202,46 +203,68 @@ def class_attributes(ctx: Context, name: str) -> list[int]:
 
 def walk(ctx: Context, start: int, names: Iterable[str], credit: Credit, quoted: frozenset[str]) -> None:
     """Follow ``names`` read at ``start`` back to their definitions, breadth first."""
-    facts, statements = ctx.facts, ctx.statements
     queue: deque[tuple[str, int, int]] = deque((name, start, 0) for name in sorted(names))
     seen: set[tuple[str, int]] = set()
+    memo = ctx.walk_memo
     while queue and len(seen) < MAX_VISITS:
         name, use_sid, hops = queue.popleft()
         if (name, use_sid) in seen or hops >= MAX_HOPS:
             continue
         seen.add((name, use_sid))
-        shown = name.removeprefix("attr:")
-        use = statements[use_sid]
-        where = "the failing line" if use_sid == start else f"line {use.start_line}"
-        found = definitions(ctx, name, use)
-        if found:  # the texts once per visit, not per definition or call site
-            defines, guards = f"defines `{shown}` used at {where}", f"guards the assignment of `{shown}`"
-            returns = f"returns the value of `{shown}`"
-        for def_sid in found:
-            imported = name in facts.imports.get(def_sid, ())
-            credit(def_sid, hops + 1, defines, IMPORT_FACTOR if imported else 1.0)
-            if imported:
-                continue
-            guard = statements[def_sid].parent
-            if guard is not None:
-                credit(guard, hops + (1 if shown in quoted else 2), guards, 1.0)
-            queue.extend((used, def_sid, hops + 1) for used in _uses(ctx, def_sid))
-            for call in facts.calls.get(def_sid, ()):
-                for fid in ctx.by_name.get(call.callee, ()):
-                    for ret in ctx.functions[fid].statements:
-                        if statements[ret].kind == StmtKind.RETURN:
-                            credit(ret, hops + 1, returns, 1.0)
-                            queue.extend((used, ret, hops + 1) for used in _uses(ctx, ret))
-        params = facts.params.get(use.function, ())
-        if not name.startswith("attr:") and name in params:
-            for fid in ctx.by_name.get(name, ()):  # a pytest fixture: the parameter is what it returns
-                for out in _results(ctx, fid):
-                    credit(out, hops + 1, f"fixture {name}() produces `{name}`", 1.0)
-                    queue.extend((used, out, hops + 1) for used in _uses(ctx, out))
-            passes = f"passes `{name}` to {ctx.functions[use.function].name}()"
-            for site, used_names in _passed(ctx, use.function, name):
-                credit(site, hops + 1, passes, 1.0)
-                queue.extend((used, site, hops + 1) for used in used_names)
+        key = ("visit", name, use_sid, use_sid == start, name.removeprefix("attr:") in quoted)
+        found = cast("Visit | None", memo.get(key))
+        if found is None:
+            found = memo[key] = _visit(ctx, name, use_sid, key[3], key[4])
+        credits, following = found
+        for sid, more, detail, factor in credits:
+            credit(sid, hops + more, detail, factor)
+        queue.extend((used, sid, hops + 1) for used, sid in following)
+
+
+Visit = tuple[tuple[tuple[int, int, str, float], ...], tuple[tuple[str, int], ...]]
+
+
+def _visit(ctx: Context, name: str, use_sid: int, failing: bool, quoted: bool) -> Visit:
+    """One step of ``walk`` from ``name`` read at ``use_sid``, once per parse (``Context.walk_memo``):
+    the credits it gives, as (sid, hops added, detail, factor) in order, and the (name, sid) reads
+    it queues one hop further. ``failing``: ``use_sid`` is the walk's start; ``quoted``: the error
+    message quotes the name (its guard is one hop nearer)."""
+    facts, statements = ctx.facts, ctx.statements
+    credits: list[tuple[int, int, str, float]] = []
+    following: list[tuple[str, int]] = []
+    shown = name.removeprefix("attr:")
+    use = statements[use_sid]
+    where = "the failing line" if failing else f"line {use.start_line}"
+    found = definitions(ctx, name, use)
+    if found:  # the texts once per visit, not per definition or call site
+        defines, guards = f"defines `{shown}` used at {where}", f"guards the assignment of `{shown}`"
+        returns = f"returns the value of `{shown}`"
+    for def_sid in found:
+        imported = name in facts.imports.get(def_sid, ())
+        credits.append((def_sid, 1, defines, IMPORT_FACTOR if imported else 1.0))
+        if imported:
+            continue
+        guard = statements[def_sid].parent
+        if guard is not None:
+            credits.append((guard, 1 if quoted else 2, guards, 1.0))
+        following.extend((used, def_sid) for used in _uses(ctx, def_sid))
+        for call in facts.calls.get(def_sid, ()):
+            for fid in ctx.by_name.get(call.callee, ()):
+                for ret in ctx.functions[fid].statements:
+                    if statements[ret].kind == StmtKind.RETURN:
+                        credits.append((ret, 1, returns, 1.0))
+                        following.extend((used, ret) for used in _uses(ctx, ret))
+    params = facts.params.get(use.function, ())
+    if not name.startswith("attr:") and name in params:
+        for fid in ctx.by_name.get(name, ()):  # a pytest fixture: the parameter is what it returns
+            for out in _results(ctx, fid):
+                credits.append((out, 1, f"fixture {name}() produces `{name}`", 1.0))
+                following.extend((used, out) for used in _uses(ctx, out))
+        passes = f"passes `{name}` to {ctx.functions[use.function].name}()"
+        for site, used_names in _passed(ctx, use.function, name):
+            credits.append((site, 1, passes, 1.0))
+            following.extend((used, site) for used in used_names)
+    return tuple(credits), tuple(following)
 
 
 def _passed(ctx: Context, fid: str, name: str) -> tuple[tuple[int, tuple[str, ...]], ...]:
