@@ -7,6 +7,7 @@ Every channel reads the analysis (never the raw log) and returns, per statement 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, TypeVar
@@ -141,9 +142,10 @@ class Context:
 
     @cached_property
     def kept_sids(self) -> frozenset[int]:
-        """The statements ``is_kept`` says are kept, for channels that scan every statement."""
-        kept = self.kept
-        return frozenset(i for i, st in enumerate(self.statements) if Loc(st.path, st.start_line) in kept)
+        """The statements ``is_kept`` says are kept, for channels that scan every statement: read
+        from the kept lines (a few dozen) through the statements' first lines (once per parse)."""
+        starts = self.per_parse(_parse_starts, lambda: statement_starts(self.statements))
+        return frozenset(sid for loc in self.kept for sid in starts.get(loc, ()))
 
 
 def definers(facts: Facts) -> dict[str, tuple[int, ...]]:
@@ -169,3 +171,15 @@ def _no_uses(parsed: ParsedScripts) -> dict[int, tuple[str, ...]]:
 
 def _no_walks(parsed: ParsedScripts) -> dict[tuple[object, ...], object]:
     return {}
+
+
+def statement_starts(statements: Sequence[Statement]) -> dict[Loc, tuple[int, ...]]:
+    """Each statement's first line -> the statements starting there (``a = 1; b = 2``: two)."""
+    found: dict[Loc, list[int]] = {}
+    for sid, st in enumerate(statements):
+        found.setdefault(Loc(st.path, st.start_line), []).append(sid)
+    return {loc: tuple(sids) for loc, sids in found.items()}
+
+
+def _parse_starts(parsed: ParsedScripts) -> dict[Loc, tuple[int, ...]]:
+    return statement_starts(parsed.program.statements)
