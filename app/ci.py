@@ -19,10 +19,10 @@ from app.analysis.context import REFINEMENTS
 from app.analysis.limits import CostLimits
 from app.analysis.logparse import parse_log
 from app.analysis.model import Analysis, ParsedLog, Script
-from app.analysis.parsed import ParseCache
+from app.analysis.parsed import ParseCache, grouped
 from app.history.signatures import log_signature, normalise_error
 from app.ingest.base import Results, TestRun
-from app.ingest.resolve import Checkout, find_scripts
+from app.ingest.resolve import Checkout, find_scripts, id_paths
 from app.localize.result import TriageResult
 from app.options import TriageOptions, before_of
 from app.triage import history_skipped, triage
@@ -32,6 +32,9 @@ if TYPE_CHECKING:
     from app.localize.llm import ModelClient
 
 CONCURRENCY = 4  # triages at once (model calls dominate; the static phase is milliseconds)
+# parses of script sets kept by a job's triager: a module's failures are triaged together and then
+# its runs recorded together (``grouped``), so a few suffice, and each holds many times its text
+PARSES = CONCURRENCY + 2
 
 
 @dataclass(frozen=True)
@@ -204,7 +207,7 @@ class LocalTriager:
         self.client = client
         self.history = history
         self.limits = limits
-        self.parses = ParseCache()
+        self.parses = ParseCache(max_entries=PARSES)
         # with ``record``: each failure's history facts, from its triage's own analysis (``facts``)
         self.facts: dict[TestRun, RunFacts] | None = {} if record else None
 
@@ -267,6 +270,11 @@ class LocalTriager:
             if found is not None:
                 self.facts[run] = found
         return result
+
+
+def _test_file(run: TestRun) -> str:
+    """The file a run's test lives in, as its results or its id name it ("" when neither does)."""
+    return (run.script_paths or id_paths(run.test_id) or ("",))[0]
 
 
 def local_triager(
@@ -351,7 +359,10 @@ async def triage_results(
         frames = parsed.frames if parsed is not None else None
         return parsed, find_scripts(run, checkout, max_files=max_files, frames=frames)
 
-    triaged = tuple(await asyncio.gather(*(one(run) for run in results.failed)))
+    failed = results.failed
+    order = grouped(failed, _test_file)  # a module's failures together: its parse is reused, then let go
+    done = await asyncio.gather(*(one(failed[i]) for i in order))
+    triaged = tuple(t for _, t in sorted(zip(order, done, strict=True), key=lambda pair: pair[0]))
     return CiReport(
         format=results.format,
         total=len(results.runs),

@@ -17,7 +17,7 @@ from app.analysis.limits import CostLimits, check_text
 from app.analysis.logparse import parse_log
 from app.analysis.model import Analysis, Loc, ParsedLog, Script, State
 from app.analysis.mustrun import must_run_lines
-from app.analysis.parsed import ParseCache, ParsedScripts, log_patterns
+from app.analysis.parsed import ParseCache, ParsedScripts, grouped, log_patterns
 from app.analysis.pipeline import analyze
 from app.history.packed import pack_trace, packable
 from app.history.rank import Values
@@ -212,35 +212,53 @@ def batch_facts(
     """Each record's version scripts and facts, in order; a record whose scripts exceed ``limits``
     keeps its scripts, gets the facts its log alone gives, and a warning naming the limit.
 
-    Records are grouped by their scripts, so each script set is parsed (and checked) once; a log-
-    less pass of the same test and version is traced once however often the upload repeats it.
+    Records are taken a script set at a time (in order of first sight), so each set is parsed
+    (and checked) once however the results interleave them and however few parses ``parses``
+    keeps; a log-less pass of the same test and version is traced once however often the upload
+    repeats it.
     """
     parses = ParseCache() if parses is None else parses
-    refused: dict[tuple[tuple[str, str], ...], str] = {}
-    checked: set[tuple[tuple[str, str], ...]] = set()
-    traced: dict[tuple[Any, ...], RunFacts] = {}
-    out: list[RunFacts] = []
-    for record in records:
-        files = tuple((s.path, s.content) for s in record.scripts)
-        if files in refused:
-            out.append(RunFacts(tuple(p for p, _ in files), log_facts(record), refused[files]))
-            continue
+    batch = _Batch(parses, limits)
+    found: dict[int, RunFacts] = {}
+    for index in grouped(records, _files):  # a set's records together: its parse is reused, then let go
+        found[index] = batch.facts(records[index])
+    return [found[i] for i in range(len(records))]
+
+
+def _files(record: RunRecord) -> tuple[tuple[str, str], ...]:
+    return tuple((s.path, s.content) for s in record.scripts)
+
+
+class _Batch:
+    """``batch_facts``' memos: script sets refused or checked against the limits, passes traced."""
+
+    def __init__(self, parses: ParseCache, limits: CostLimits | None) -> None:
+        self.parses = parses
+        self.limits = limits
+        self.refused: dict[tuple[tuple[str, str], ...], str] = {}
+        self.checked: set[tuple[tuple[str, str], ...]] = set()
+        self.traced: dict[tuple[Any, ...], RunFacts] = {}
+
+    def facts(self, record: RunRecord) -> RunFacts:
+        """One record's ``RunFacts``."""
+        parses, limits = self.parses, self.limits
+        files = _files(record)
+        paths = tuple(p for p, _ in files)
+        if files in self.refused:
+            return RunFacts(paths, log_facts(record), self.refused[files])
         memo = (
             (files, record.key.key, record.verdict) if record.verdict == "pass" and not record.log else None
         )
-        if memo is not None and memo in traced:
-            out.append(traced[memo])
-            continue
-        paths = tuple(p for p, _ in files)
-        if files and limits is not None and files not in checked:
+        if memo is not None and memo in self.traced:
+            return self.traced[memo]
+        if files and limits is not None and files not in self.checked:
             try:  # the scripts once per set: every run of them is refused alike
                 check_text(record.scripts, "", limits)
                 parses.get(list(record.scripts), log_patterns(()), limits)
             except ValueError as exc:  # a cost limit (InputTooCostly)
-                refused[files] = f"{record.test_id[:200]}: no trace recorded: {exc}"
-                out.append(RunFacts(paths, log_facts(record), refused[files]))
-                continue
-            checked.add(files)
+                self.refused[files] = f"{record.test_id[:200]}: no trace recorded: {exc}"
+                return RunFacts(paths, log_facts(record), self.refused[files])
+            self.checked.add(files)
         try:
             # a failure's log is read for its frames (the scope) and for its analysis: parsed once
             failed = record.log and record.scripts and record.verdict in ("fail", "error")
@@ -252,10 +270,8 @@ def batch_facts(
             else:
                 facts = run_facts(kept, parses, limits, parsed_log)
         except ValueError as exc:  # this run's own log is past a limit: what its record carries
-            out.append(RunFacts(paths, log_only(record), f"{record.test_id[:200]}: no trace recorded: {exc}"))
-            continue
+            return RunFacts(paths, log_only(record), f"{record.test_id[:200]}: no trace recorded: {exc}")
         found = packed_facts(version, facts)
         if memo is not None:
-            traced[memo] = found
-        out.append(found)
-    return out
+            self.traced[memo] = found
+        return found
