@@ -7,10 +7,12 @@ import weakref
 from collections.abc import Callable
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.analysis.limits import CostLimits, InputTooCostly
 from app.analysis.model import Analysis, Script
-from app.analysis.parsed import ParseCache, log_patterns, parse_scripts
+from app.analysis.parsed import ParseCache, grouped, log_patterns, parse_scripts
 from app.analysis.pipeline import analyze
 from app.analysis.render import render
 from app.localize.channels.facts import build_facts
@@ -236,3 +238,15 @@ def test_a_kept_file_is_checked_again_under_stricter_limits() -> None:
     analyze([deep, Script("other.py", "x = 1\n")], "", limits=CostLimits())
     with pytest.raises(InputTooCostly, match="max_nesting_depth=8"):
         analyze([Script("other.py", "x = 1\n"), deep], "", limits=CostLimits(max_nesting_depth=8))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from("abcd"), max_size=30))
+def test_grouped_puts_equal_keys_together_in_order_of_first_sight(keys: list[str]) -> None:
+    order = grouped(keys, lambda k: k)
+    assert sorted(order) == list(range(len(keys)))
+    seen = list(dict.fromkeys(keys))
+    assert [keys[i] for i in order] == sorted(keys, key=seen.index)
+    for key in seen:  # within a group, the items' own order
+        positions = [i for i in order if keys[i] == key]
+        assert positions == sorted(positions)

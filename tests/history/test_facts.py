@@ -117,3 +117,21 @@ def test_a_triages_analysis_gives_the_failures_facts() -> None:
             continue
         assert got is not None and got.paths == ("test_mod.py", "helpers.py")
         assert got == batch_facts([record])[0]  # paths, err_sig, message, packed trace, values
+
+
+def test_interleaved_script_sets_cost_no_more_parses_than_sorted_ones() -> None:
+    other = (Script("test_two.py", "def test_y():\n    pass\n"),)
+    mine = [_record(f"test_mod.py::test_{t}", "pass") for t in "ab"] + [
+        _record("test_mod.py::test_c", "fail", LOG)
+    ]
+    theirs = [
+        _record("test_two.py::test_y", v, "E boom\n" if v == "fail" else None, scripts=other)
+        for v in ("pass", "fail")
+    ]
+    interleaved = [mine[0], theirs[0], mine[1], theirs[1], mine[2]]
+    parses = ParseCache(max_entries=2)
+    found = batch_facts(interleaved, parses=parses)
+    alone = ParseCache(max_entries=2)
+    batch_facts([*mine, *theirs], parses=alone)
+    assert parses.misses == alone.misses  # each script set's records taken together
+    assert found == [batch_facts([r])[0] for r in interleaved]  # in the records' order
