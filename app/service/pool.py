@@ -14,12 +14,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-from collections import deque
 import logging
 import multiprocessing
 import os
 import resource
 import signal
+from collections import deque
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
