@@ -250,7 +250,9 @@ class AnalysisPool:
                 self._release(waiter.result())  # handed over just as the request went: the next one's
             raise
         finally:
-            with contextlib.suppress(ValueError):
+            # still queued when cancelled; handed a worker or the pool closed, it is gone already
+            # (and ``remove`` must not fail: its error's message would format the worker's process)
+            if entry in self._waiters:
                 self._waiters.remove(entry)
 
     def _release(self, worker: _Worker) -> None:
