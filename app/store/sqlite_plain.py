@@ -217,21 +217,24 @@ def sqlite_time(value: datetime) -> str:
     )
 
 
-def _converters(table: str) -> tuple[Any, ...]:
-    return tuple(
-        json.dumps if (table, column) in JSON_COLUMNS else sqlite_time if column in TIME_COLUMNS else None
-        for column in COLUMNS[table]
-    )
+def _converter(table: str, column: str) -> Any:
+    if (table, column) in JSON_COLUMNS:
+        return json.dumps
+    return sqlite_time if column in TIME_COLUMNS else None
 
 
-_CONVERT = {table: _converters(table) for table in COLUMNS}
+# each table's columns with the conversion its values take (None: stored as given)
+_PAIRS = {table: tuple((c, _converter(table, c)) for c in columns) for table, columns in COLUMNS.items()}
 
 
 def _values(table: str, row: Mapping[str, Any]) -> tuple[Any, ...]:
     """A row's values in the INSERT's column order, as SQLite stores them."""
     return tuple(
-        row[column] if convert is None or row[column] is None else convert(row[column])
-        for column, convert in zip(COLUMNS[table], _CONVERT[table], strict=True)
+        [
+            value if convert is None or value is None else convert(value)
+            for column, convert in _PAIRS[table]
+            for value in (row[column],)
+        ]
     )
 
 
