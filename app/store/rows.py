@@ -23,6 +23,11 @@ if TYPE_CHECKING:
     from app.analysis.snapshot import PackedSnapshot
 
 SNAPSHOT_KEY = "_snapshot"  # where a runner hands the snapshot to the store beside the result's data
+# What an analysis worker hands beside them, computed there (``app.service.pool_jobs``) so that
+# the server process, which every request crosses, does not: the failure's id (``failure_id``,
+# from the case and its snapshot, which the worker has in hand; not from the result's data)
+SIGNATURE_KEY = "_signature"
+_HANDED = (SNAPSHOT_KEY, SIGNATURE_KEY)
 ERROR_TEXT_CHARS = 1000
 
 
@@ -90,11 +95,20 @@ def sha256_text(value: str) -> str:
 
 
 def split_snapshot(data: dict[str, Any]) -> tuple[dict[str, Any], Any]:
-    """A runner hands the analysis snapshot beside the result's data; it is stored in its own tables."""
-    if SNAPSHOT_KEY not in data:
-        return data, None
+    """A runner hands the analysis snapshot beside the result's data; it is stored in its own tables
+    (what else was handed beside is left out: the store derives it again)."""
+    rest, snapshot, _ = split_handed(data)
+    return rest, snapshot
+
+
+def split_handed(data: dict[str, Any]) -> tuple[dict[str, Any], Any, str | None]:
+    """The result's data; and what was handed beside it, each None when not: the snapshot and the
+    failure's id."""
+    if not any(key in data for key in _HANDED):
+        return data, None, None
     rest = dict(data)
-    return rest, rest.pop(SNAPSHOT_KEY)
+    snapshot, signature = (rest.pop(key, None) for key in _HANDED)
+    return rest, snapshot, signature
 
 
 def index_values(data: Mapping[str, Any], signature: str | None = None) -> dict[str, Any]:
@@ -199,21 +213,32 @@ def snapshot_rows(
 
 
 def triage_rows(
-    split: Sequence[tuple[Submission, dict[str, Any], Any]], request_ids: Sequence[int]
+    split: Sequence[tuple[Submission, dict[str, Any], Any]],
+    request_ids: Sequence[int],
+    signatures: Sequence[str | None] | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     """The ``results``, ``analysis_snapshots`` and ``log_chunks`` rows of finished triages, each
-    ``(case, data, snapshot)`` (``split_snapshot``) beside its request's id."""
+    ``(case, data, snapshot)`` (``split_snapshot``) beside its request's id, and the failure's id
+    where an analysis worker computed it (else it is computed here)."""
     now = utcnow()
     results: list[dict[str, Any]] = []
     snapshots: list[dict[str, Any]] = []
     chunks: list[dict[str, Any]] = []
-    for (case, data, snapshot), rid in zip(split, request_ids, strict=True):
+    given = signatures if signatures is not None else [None] * len(split)
+    for (case, data, snapshot), rid, known in zip(split, request_ids, given, strict=True):
         results.append(result_row(rid, data, now))
-        signature = failure_id(case.options, summary_of(snapshot), lambda case=case: case)
+        signature = known or failure_id(case.options, summary_of(snapshot), lambda case=case: case)
         row, chunk_rows = snapshot_rows(rid, snapshot, data, signature)
         snapshots.append(row)
         chunks.extend(chunk_rows)
     return results, snapshots, chunks
+
+
+def handed(data: dict[str, Any], case: Submission, snapshot: Any, log_format: str | None) -> dict[str, Any]:
+    """``data`` with the failure's id beside it (``SIGNATURE_KEY``): what an analysis worker
+    computes for the store. ``snapshot`` is the packed one the store will get; ``log_format`` the
+    case's option (without one the id is read off the snapshot's summary)."""
+    return {**data, SIGNATURE_KEY: failure_id({"log_format": log_format}, summary_of(snapshot), lambda: case)}
 
 
 def stored(case: Submission, request_id: int, now: datetime, data: dict[str, Any]) -> StoredTriage:

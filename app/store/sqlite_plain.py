@@ -32,7 +32,7 @@ from app.store.rows import (
     request_row,
     script_row,
     sha256_text,
-    split_snapshot,
+    split_handed,
     stored,
     triage_rows,
     utcnow,
@@ -268,7 +268,8 @@ def write_triages(
     transaction on ``db`` (a connection to the store's SQLite file)."""
     if not items:
         return []
-    split = [(case, *split_snapshot(data)) for case, data in items]
+    handed = [split_handed(data) for _, data in items]  # the failure's id, when a worker computed it
+    split = [(case, rest, snapshot) for (case, _), (rest, snapshot, _) in zip(items, handed, strict=True)]
     ids = scripts_ids(db, [s.content for case, _, _ in split for s in case.scripts])
     now = utcnow()
     insert_request = _INSERT["triage_requests"]
@@ -281,7 +282,7 @@ def write_triages(
         for (case, _, _), rid in zip(split, request_ids, strict=True)
         for link in link_rows(case, rid, ids)
     ]
-    results, snapshots, chunks = triage_rows(split, request_ids)
+    results, snapshots, chunks = triage_rows(split, request_ids, [h[2] for h in handed])
     _insert_many(db, "request_scripts", links)
     _insert_many(db, "results", results)
     _insert_many(db, "analysis_snapshots", snapshots)

@@ -11,11 +11,13 @@ import pytest
 from sqlalchemy import insert
 
 from app.analysis.model import Script
+from app.service.pool_jobs import TriageJob
+from app.service.pool_jobs import triage as triage_job
 from app.store import record, sqlite_plain, tables
-from app.store.rows import StoredTriage, Submission
+from app.store.rows import SIGNATURE_KEY, SNAPSHOT_KEY, StoredTriage, Submission
 from app.store.sqlite_plain import DatabaseMissing, SqliteFile
 from app.store.store import Store
-from tests.service.test_snapshots import SCRIPTS, case, padded_log, triage_data
+from tests.service.test_snapshots import OPTIONS, SCRIPTS, case, padded_log, triage_data
 
 TIME = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{6}$")
 TABLES = ("scripts", "triage_requests", "request_scripts", "results", "analysis_snapshots", "log_chunks")
@@ -35,7 +37,20 @@ def _items() -> list[tuple[Submission, dict[str, Any]]]:
         (case(log), triage_data(log)),
         (two, triage_data(log)),
         (bare, {"ranking": [], "error_message": "x"}),
+        *_from_the_worker(log),
     ]
+
+
+def _from_the_worker(log: str) -> list[tuple[Submission, dict[str, Any]]]:
+    """Triages as the analysis worker hands them (the failure's id beside the data,
+    ``rows.handed``), with and without a snapshot: the Core path derives the id again, the
+    sqlite3 path writes the one it was handed."""
+    made = []
+    for with_snapshot in (True, False):
+        done, packed = triage_job(TriageJob(SCRIPTS, log, OPTIONS, snapshot=with_snapshot))
+        assert SIGNATURE_KEY in done
+        made.append((case(log), {**done, SNAPSHOT_KEY: packed} if packed is not None else done))
+    return made
 
 
 def _rows(path: Path) -> dict[str, list[dict[str, Any]]]:
