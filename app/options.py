@@ -153,13 +153,18 @@ class TriageOptions:
             raise ValueError(f"log_format must be a format name or a regex, got {self.log_format!r}")
         if isinstance(self.disabled_channels, str):
             raise ValueError("disabled_channels must be a set of channel names, not a single string")
-        return replace(
-            self,
-            history_before=before_time(self.history_before),
-            trace=resolve_variant(self.trace),
-            log_functions=tuple(self.log_functions),
-            disabled_channels=frozenset(self.disabled_channels),
-        )
+        canonical = {
+            "history_before": before_time(self.history_before),
+            "trace": resolve_variant(self.trace),
+            "log_functions": tuple(self.log_functions),
+            "disabled_channels": frozenset(self.disabled_channels),
+        }
+        if all(
+            getattr(self, name) == value and type(getattr(self, name)) is type(value)
+            for name, value in canonical.items()
+        ):
+            return self  # already canonical (options validated twice: resolved, then checked)
+        return replace(self, **canonical)
 
     def to_dict(self) -> dict[str, Any]:
         """Every field, JSON-ready: what is stored with a result and shown by the API."""
@@ -212,10 +217,9 @@ def resolve_options(settings: Settings | None = None, /, **given: Any) -> Triage
     unknown = sorted(set(given) - OPTION_NAMES)
     if unknown:
         raise TypeError(f"unknown option(s): {', '.join(unknown)}")
-    base = TriageOptions()
+    values: dict[str, Any] = {}
     if settings is not None:
-        base = replace(
-            base,
+        values.update(
             level=settings.default_level,
             k=settings.default_k,
             trace=settings.default_trace,
@@ -227,8 +231,10 @@ def resolve_options(settings: Settings | None = None, /, **given: Any) -> Triage
     configured = settings.extra_log_functions() if settings is not None else []
     chosen = {name: value for name, value in given.items() if value is not None and value is not False}
     chosen = {name: value for name, value in chosen.items() if value != "" or name not in _TEXT_OR_NONE}
-    options = replace(base, log_functions=(*asked, *(p for p in configured if p not in asked)), **chosen)
-    return options.validated()
+    values["log_functions"] = (*asked, *(p for p in configured if p not in asked))
+    values.update(chosen)
+    # one record built from defaults < settings < given (a request's options are resolved per request)
+    return TriageOptions(**values).validated()
 
 
 _TEXT_OR_NONE = frozenset({"log_format", "ranker_model"})  # "" means not given

@@ -687,6 +687,8 @@ def startup(repeat: int) -> tuple[dict[str, float], dict[str, float]]:
         triage = [*command, "triage", str(script), "--log", str(log)]
         runs = {
             "python_ms": [sys.executable, "-c", "pass"],
+            # the yardstick: what importing the web framework alone costs a new process
+            "import_fastapi_ms": [sys.executable, "-c", "import fastapi"],
             "version_ms": [*command, "--version"],
             "triage_ms": [*triage, "--no-store"],
             "triage_store_ms": [*triage, "--db", f"sqlite:///{Path(work) / 'bench.db'}"],
@@ -728,6 +730,8 @@ def run(args: argparse.Namespace) -> int:
             print("cold start, new process each run; median ms (wall, and CPU: user + system)")
             for name, value in times.items():
                 print(f"  {name.removesuffix('_ms'):<16} wall {value:>8.1f}   cpu {cpu[name]:>8.1f}")
+            base = times["import_fastapi_ms"]
+            print(f"stored triage / import fastapi: wall {times['triage_store_ms'] / max(base, 1e-9):.2f}x")
         return 0
     from app.analysis.source import parse_tree
     from app.triage import prepare

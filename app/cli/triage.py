@@ -147,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(format_result(result))
         if saved is not None:
-            from app.store.engine import safe_url
+            from app.store.sqlite_plain import safe_url
 
             sys.stdout.write(
                 f"\nSaved as triage {saved} in {safe_url(settings.database_url)}"
@@ -185,15 +185,16 @@ def _store(
 ) -> int | None:
     """Record the triage like the API does; a database problem is a warning, never a lost result.
 
-    Through ``record.record_to``: the same rows as ``Store.record_triage``, written with SQLAlchemy
-    Core, so a cold start loads neither the ORM nor (at the current schema) Alembic.
+    Through ``sqlite_plain.record``: the same rows as ``Store.record_triage``; a SQLite file at the
+    current schema is written with the ``sqlite3`` module, so a cold start loads no SQLAlchemy
+    (any other database, or a file to create or migrate, goes through SQLAlchemy Core).
     """
-    from app.store.engine import safe_url
-    from app.store.record import Submission, record_to
+    from app.store.rows import Submission
+    from app.store.sqlite_plain import record, safe_url
 
     case = Submission(scripts=tuple(scripts), log=log, options=options.to_dict(), test_id=test_id)
     try:
-        return record_to(settings.database_url, case, body).id
+        return record(settings.database_url, case, body).id
     except Exception as exc:  # the ranking is printed either way
         warnings.append(
             f"result not stored in {safe_url(settings.database_url)}: {type(exc).__name__}: {exc}"

@@ -15,24 +15,27 @@ import re
 import socket
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.encoders import jsonable_encoder
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, Response
+from fastapi.routing import APIRoute, iter_route_contexts
 from fastapi.staticfiles import StaticFiles
 from jinja2 import pass_context
 from sqlalchemy.exc import DataError, SQLAlchemyError
 from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.localize.llm import ModelClient
-from app.service.deps import Runtime, require_api_key
+from app.service.deps import SECURITY, Runtime, require_api_key
 from app.service.jobs import SyncLeases, Worker
 from app.service.logs import request_id_var
 from app.service.metrics import Metrics
@@ -222,7 +225,8 @@ def _include_dashboard(app: FastAPI, dependencies: list[Any]) -> None:
 
 
 def _openapi(app: FastAPI) -> dict[str, Any]:
-    """The generated schema, plus BatchRequest: its route reads the body itself (three media types)."""
+    """The generated schema, plus BatchRequest: its route reads the body itself (three media
+    types); and the API-key schemes on the routes that check a key (``_add_security``)."""
     if app.openapi_schema is None:
         schema = get_openapi(title=app.title, version=app.version, summary=app.summary, routes=app.routes)
         batch = BatchRequest.model_json_schema(ref_template="#/components/schemas/{model}")
@@ -230,8 +234,39 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
         for name, nested in batch.pop("$defs", {}).items():
             components.setdefault(name, nested)
         components["BatchRequest"] = batch
+        _add_security(schema, app.routes)
         app.openapi_schema = schema
     return app.openapi_schema
+
+
+def _add_security(schema: dict[str, Any], routes: Sequence[BaseRoute]) -> None:
+    """What FastAPI writes for a route whose dependencies declare the key schemes: ``require_api_key``
+    reads them without declaring them (``app.service.deps.SECURITY``), so they are added here."""
+    schemes = {s.scheme_name: jsonable_encoder(s.model, by_alias=True, exclude_none=True) for s in SECURITY}
+    keyed = False
+    for route in iter_route_contexts(routes):  # included routers' routes with their dependencies
+        if not isinstance(route.original_route, APIRoute) or not route.include_in_schema:
+            continue
+        if not _checks_key(route):
+            continue
+        for method in route.methods:
+            operation = schema.get("paths", {}).get(route.path_format, {}).get(method.lower())
+            if operation is not None:
+                operation.setdefault("security", []).extend({name: []} for name in schemes)
+                keyed = True
+    if keyed:
+        schema.setdefault("components", {}).setdefault("securitySchemes", {}).update(schemes)
+
+
+def _checks_key(route: Any) -> bool:
+    """Whether ``require_api_key`` is among the route's dependencies, at any depth."""
+    pending = list(route.dependant.dependencies)
+    while pending:
+        dependency = pending.pop()
+        if dependency.call is require_api_key:
+            return True
+        pending.extend(dependency.dependencies)
+    return False
 
 
 async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
@@ -349,8 +384,7 @@ class RequestContextMiddleware:
             elapsed = time.perf_counter() - started
             route = getattr(scope.get("route"), "path", None) or "unmatched"
             method = scope.get("method", "")
-            self.metrics.requests.labels(method, route, str(status)).inc()
-            self.metrics.request_seconds.labels(method, route).observe(elapsed)
+            self.metrics.request_answered(method, route, status, elapsed)
             log.info(
                 "request",
                 extra={

@@ -8,8 +8,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Annotated
 
-from fastapi import Depends, HTTPException, Request, Security
-from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
+from fastapi import Depends, HTTPException, Request
+from fastapi.security import APIKeyHeader, HTTPBearer
+from fastapi.security.base import SecurityBase
 
 from app.localize.llm import ModelClient
 from app.service.admission import Admission
@@ -81,18 +82,30 @@ def key_matches(given: str | None, keys: Sequence[str]) -> bool:
     return matched
 
 
-async def require_api_key(
-    runtime: RuntimeDep,
-    api_key: Annotated[str | None, Security(_api_key)],
-    bearer: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
-) -> None:
-    """When keys are configured, accept X-API-Key or a Bearer token matching one (constant-time)."""
+async def require_api_key(request: Request) -> None:
+    """When keys are configured, accept X-API-Key or a Bearer token matching one (constant-time).
+
+    The two headers are read by ``_api_key`` and ``_bearer`` themselves, called here rather than
+    declared as sub-dependencies: FastAPI solves each dependency of every request anew, and
+    these two and the runtime's were most of a small request's dependency work. The OpenAPI
+    schema still names both schemes on every route that has this dependency (``SECURITY``,
+    added by ``app.service.api._openapi``).
+    """
+    runtime: Runtime = request.app.state.runtime
     keys = runtime.settings.service_keys()
+    if not keys:
+        return
+    api_key = await _api_key(request)
+    bearer = await _bearer(request)
     given = api_key or (bearer.credentials if bearer else None)
-    if not keys or key_matches(given, keys):
+    if key_matches(given, keys):
         return
     raise HTTPException(
         status_code=401,
         detail="missing or invalid API key: send X-API-Key or Authorization: Bearer",
         headers={"WWW-Authenticate": "Bearer"},
     )
+
+
+# The schemes ``require_api_key`` reads, as the OpenAPI schema declares them
+SECURITY: tuple[SecurityBase, ...] = (_api_key, _bearer)

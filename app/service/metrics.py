@@ -66,14 +66,35 @@ class Metrics:
         self.triages_written = gauge(
             "tcfl_store_triages_written", "Finished synchronous triages stored by the writer"
         )
+        # labelled children looked up once: ``labels()`` takes a lock and builds its key each call,
+        # and every request counts into these (none of them is ever cleared)
+        self._answered: dict[tuple[str, str, int], tuple[Any, Any]] = {}
+        self._phases = {phase: self.phase_seconds.labels(phase) for phase in ("static", "model", "total")}
+        self._rankers: dict[str, Any] = {}
+
+    def request_answered(self, method: str, route: str, status: int, seconds: float) -> None:
+        """One HTTP request answered: counted by method, route and status, its latency observed."""
+        children = self._answered.get((method, route, status))
+        if children is None:
+            children = (
+                self.requests.labels(method, route, str(status)),
+                self.request_seconds.labels(method, route),
+            )
+            self._answered[(method, route, status)] = children
+        children[0].inc()
+        children[1].observe(seconds)
 
     def observe_result(self, data: dict[str, Any], *, model_configured: bool) -> None:
         timings = data.get("timings") or {}
-        for phase in ("static", "model", "total"):
+        for phase, histogram in self._phases.items():
             value = timings.get(f"{phase}_ms")
             if isinstance(value, int | float) and value >= 0:
-                self.phase_seconds.labels(phase).observe(value / 1000)
-        self.triages.labels(str(data.get("ranker") or "unknown")).inc()
+                histogram.observe(value / 1000)
+        ranker = str(data.get("ranker") or "unknown")
+        counter = self._rankers.get(ranker)
+        if counter is None:
+            counter = self._rankers[ranker] = self.triages.labels(ranker)
+        counter.inc()
         tokens = data.get("tokens") or {}
         for direction, key in (("in", "input"), ("out", "output")):
             value = tokens.get(key)

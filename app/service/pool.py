@@ -19,6 +19,7 @@ import multiprocessing
 import os
 import resource
 import signal
+from collections import deque
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
@@ -199,7 +200,10 @@ class AnalysisPool:
         self._ctx = multiprocessing.get_context("forkserver")
         self._ctx.set_forkserver_preload([JOBS_MODULE])
         self._free: dict[str, list[_Worker]] = {"small": [], "large": []}
-        self._changed = asyncio.Condition()
+        # requests waiting for a worker, oldest first, each with the lanes it may use: a freed
+        # worker goes straight to the first that may take it (waking every waiter to re-check,
+        # as a condition's notify_all did, cost the event loop a wake-up per waiter per job)
+        self._waiters: deque[tuple[tuple[str, ...], asyncio.Future[_Worker]]] = deque()
         self._busy: set[_Worker] = set()
         self._closing = False
         self.recycled = 0
@@ -231,17 +235,34 @@ class AnalysisPool:
 
     async def _acquire(self, large: bool) -> _Worker:
         lanes = ("large",) if large and self.large_lane else ("small", "large")
-        async with self._changed:
-            await self._changed.wait_for(lambda: self._closing or any(self._free[lane] for lane in lanes))
-            if self._closing:
-                raise PoolUnavailable("the server is shutting down")
-            lane = next(lane for lane in lanes if self._free[lane])
-            return self._free[lane].pop()
+        if self._closing:
+            raise PoolUnavailable("the server is shutting down")
+        for lane in lanes:
+            if self._free[lane]:
+                return self._free[lane].pop()
+        entry = (lanes, asyncio.get_running_loop().create_future())
+        self._waiters.append(entry)
+        waiter = entry[1]
+        try:
+            return await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled() and waiter.exception() is None:
+                self._release(waiter.result())  # handed over just as the request went: the next one's
+            raise
+        finally:
+            # still queued when cancelled; handed a worker or the pool closed, it is gone already
+            # (and ``remove`` must not fail: its error's message would format the worker's process)
+            if entry in self._waiters:
+                self._waiters.remove(entry)
 
-    async def _release(self, worker: _Worker) -> None:
-        async with self._changed:
-            self._free[worker.lane].append(worker)
-            self._changed.notify_all()
+    def _release(self, worker: _Worker) -> None:
+        """Hand ``worker`` to the oldest request waiting that may use its lane, else keep it free."""
+        for i, (lanes, waiter) in enumerate(self._waiters):
+            if worker.lane in lanes and not waiter.done():
+                del self._waiters[i]
+                waiter.set_result(worker)
+                return
+        self._free[worker.lane].append(worker)
 
     async def run(self, job: str, *args: Any, large: bool = False) -> Any:
         """The job's result; ``AnalysisRejected`` (limit or bad input), ``PoolUnavailable`` otherwise.
@@ -267,7 +288,7 @@ class AnalysisPool:
         finally:
             self._busy.discard(worker)
             if healthy and worker.jobs < MAX_JOBS_PER_WORKER and not self._closing:
-                await asyncio.shield(self._release(worker))
+                self._release(worker)
             else:
                 await asyncio.shield(self._replace(worker))
         if kind == "ok":
@@ -357,15 +378,17 @@ class AnalysisPool:
         except Exception:
             log.exception("could not start an analysis worker; the pool shrinks by one")
             return
-        await self._release(fresh)
+        self._release(fresh)
 
     async def close(self) -> None:
         """Stop every worker now; jobs in flight end with ``PoolUnavailable``."""
         self._closing = True
-        async with self._changed:
-            workers = [*self._busy, *self._free["small"], *self._free["large"]]
-            self._free = {"small": [], "large": []}
-            self._changed.notify_all()
+        workers = [*self._busy, *self._free["small"], *self._free["large"]]
+        self._free = {"small": [], "large": []}
+        waiting, self._waiters = self._waiters, deque()
+        for _, waiter in waiting:
+            if not waiter.done():
+                waiter.set_exception(PoolUnavailable("the server is shutting down"))
         await asyncio.gather(*(asyncio.to_thread(_stop, w) for w in workers))
 
 

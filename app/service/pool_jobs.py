@@ -22,6 +22,7 @@ from app.options import TriageOptions
 from app.rankers import choose
 from app.rankers.base import RankRequest
 from app.rankers.heuristic import HeuristicRanker
+from app.store.rows import Submission, handed
 from app.triage import finish, prepare, rank, with_history
 
 # This worker's parses of recently seen scripts: the service sees the same test files again and
@@ -84,7 +85,10 @@ def triage(job: TriageJob) -> tuple[dict[str, Any] | RankRequest, snapshot.Packe
         model = job.model_configured and choose(request.options.ranker, model_configured=True) == "llm"
         if not model:
             done = finish(lambda: rank(request, client=None, started=started, note=job.note))
-            return stored_data(done), packed
+            # the failure's id computed here, for the store: in the server process it costs the
+            # one process every request crosses
+            case = Submission(job.scripts, job.log, {})
+            return handed(stored_data(done), case, packed, job.options.log_format), packed
         picks = HeuristicRanker.picks(request, 2 * request.options.k)  # enough to fill in after k
         analysis = replace(request.analysis, trees=(), parsed=None)  # parse trees do not cross processes
         return replace(request, analysis=analysis, heuristic=(request.rendered, picks)), packed

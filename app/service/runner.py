@@ -58,7 +58,8 @@ class Runner:
         """The result's data as stored (with the packed snapshot under ``SNAPSHOT_KEY`` when asked);
         ``ValueError`` for a case over the cost limits or with bad options."""
         options = triage_options(case.options)
-        case = case if case.test is not None else replace(case, test=case.options.get(TEST_KEY))
+        if case.test is None and case.options.get(TEST_KEY) is not None:
+            case = replace(case, test=case.options[TEST_KEY])
         runs, note = await self._history(case, options)
         job = TriageJob(
             case.scripts,

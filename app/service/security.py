@@ -27,6 +27,7 @@ from starlette.datastructures import MutableHeaders
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+MAX_HOSTS_REMEMBERED = 1024
 CSRF_COOKIE = "tcfl_csrf"
 CSRF_FIELD = "csrf_token"
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -56,6 +57,16 @@ HEADERS = {
 }
 
 
+def _encoded(csp: str) -> tuple[tuple[bytes, bytes], ...]:
+    pairs = {"Content-Security-Policy": csp, **HEADERS}
+    return tuple((name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in pairs.items())
+
+
+_HEADERS = _encoded(CSP)
+_DOCS_HEADERS = _encoded(DOCS_CSP)
+_ADDED = frozenset(name for name, _ in _HEADERS)
+
+
 class BrowserSafetyMiddleware:
     """Refuses cross-origin state-changing requests (403) and adds the security headers."""
 
@@ -66,17 +77,19 @@ class BrowserSafetyMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        csp = DOCS_CSP if scope.get("path") in DOCS_PATHS else CSP
+        added = _DOCS_HEADERS if scope.get("path") in DOCS_PATHS else _HEADERS
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
-                headers = MutableHeaders(scope=message)
-                headers["Content-Security-Policy"] = csp
-                for name, value in HEADERS.items():
-                    headers[name] = value
+                # as MutableHeaders' item assignment sets them (lower-case names, any earlier value
+                # replaced), in one pass over the response's headers
+                message["headers"] = [
+                    *(item for item in message.get("headers", ()) if item[0].lower() not in _ADDED),
+                    *added,
+                ]
                 issued = scope.get("state", {}).get("csrf_issue")
                 if issued:
-                    headers.append("Set-Cookie", _cookie(issued))
+                    MutableHeaders(scope=message).append("Set-Cookie", _cookie(issued))
             await send(message)
 
         refusal = cross_origin_refusal(scope) if scope.get("method") in UNSAFE_METHODS else None
@@ -102,6 +115,7 @@ class HostCheckMiddleware:
         self.any = "*" in names
         self.exact = frozenset(n for n in names if not n.startswith("."))
         self.domains = tuple(n for n in names if n.startswith(".") and len(n) > 1)
+        self._verdicts: dict[str, bool] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket") or self.any:
@@ -122,6 +136,16 @@ class HostCheckMiddleware:
         await JSONResponse({"detail": detail}, status_code=400)(scope, receive, send)
 
     def allows(self, host: str) -> bool:
+        """Whether ``host`` is a name this service answers to (remembered: clients repeat theirs)."""
+        verdict = self._verdicts.get(host)
+        if verdict is None:
+            verdict = self._allows(host)
+            if len(self._verdicts) >= MAX_HOSTS_REMEMBERED:  # any Host can be sent: bounded
+                self._verdicts.clear()
+            self._verdicts[host] = verdict
+        return verdict
+
+    def _allows(self, host: str) -> bool:
         name = host_name(host)
         if name is None:
             return False

@@ -4,7 +4,8 @@ Under load many ``POST /v1/triage`` finish in the same few milliseconds. Written
 each paid a thread hop, a transaction (``BEGIN IMMEDIATE``, six statements, a commit) and a
 fight with the event loop for the interpreter: much of the server process's CPU per request.
 One writer thread takes every triage waiting, stores them in one transaction with one statement
-per table (``record.record_triages``) and answers each request. Alone, a triage is written at
+per table (``Store.record_triages``: on SQLite through the ``sqlite3`` module, past SQLAlchemy's
+execution layer) and answers each request. Alone, a triage is written at
 once, as before; a batch grows only while the database is busy with the previous one.
 
 A batch that fails on its data is written again one triage at a time, so a bad triage fails only

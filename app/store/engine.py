@@ -1,18 +1,16 @@
 """The database engine and the schema check: SQLAlchemy Core only, no ORM and no Alembic import.
 
-A CLI triage opens the store through this module and ``app.store.record``; Alembic (and with it
-the mapped classes its environment loads) is imported only when the schema needs an upgrade.
+Alembic (and with it the mapped classes its environment loads) is imported only when the schema
+needs an upgrade. The SQLite file's guard and settings are ``app.store.sqlite_plain``'s, shared
+with the writes that go through the ``sqlite3`` module (a CLI triage at the current schema
+imports neither this module nor SQLAlchemy).
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import re
 import threading
 import weakref
-from datetime import UTC, datetime
-from functools import cache
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -20,106 +18,18 @@ from urllib.parse import quote
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 
+from app.store.sqlite_plain import (  # noqa: F401  (re-exported: the engine's part of the store API)
+    MARKER_SUFFIX,
+    MIGRATIONS_DIR,
+    PRAGMAS,
+    SQLITE_BUSY_TIMEOUT_MS,
+    DatabaseMissing,
+    SqliteFile,
+    StoreUnavailable,
+    script_heads,
+)
+
 log = logging.getLogger(__name__)
-
-MIGRATIONS_DIR = Path(__file__).parent / "migrations"
-SQLITE_BUSY_TIMEOUT_MS = 30_000
-MARKER_SUFFIX = ".created"  # next to a SQLite database: it existed here, so a missing file is a loss
-
-
-class StoreUnavailable(RuntimeError):
-    """The database cannot take this write (or any): nothing of the request was stored.
-
-    ``disk_full`` tells the service to answer 507 rather than 503.
-    """
-
-    def __init__(self, message: str, *, disk_full: bool = False, lost: bool = True) -> None:
-        super().__init__(message)
-        self.disk_full = disk_full
-        self.lost = lost  # the storage itself failed (``/healthz`` hears of it), not a race
-
-
-class DatabaseMissing(StoreUnavailable):
-    """A SQLite database this machine had is gone: refused, never replaced by an empty one."""
-
-
-class SqliteFile:
-    """The SQLite file an engine opened, known by its inode, and the one writer allowed at a time.
-
-    A file removed (or replaced) under a running server would take writes into an unlinked inode
-    that no restart sees again, so every transaction first checks that the path still names the
-    inode opened (one ``stat``), and refuses when it does not. Connections after the first open
-    the file with ``mode=rw``: they never create a new, empty file where the database was. The
-    marker file records that the database existed, so a restart refuses a missing file too.
-
-    Transactions in this process queue on one lock (``lock``, one per file) before their
-    ``BEGIN IMMEDIATE``: alone, that statement lets waiting writers poll SQLite's busy handler, and
-    under load some waited out the whole busy timeout and failed with "database is locked" while
-    others kept winning.
-    """
-
-    def __init__(self, path: Path, lock: threading.Lock) -> None:
-        self.path = path
-        self.marker = path.with_name(path.name + MARKER_SUFFIX)
-        self.inode: tuple[int, int] | None = None
-        self.lock = lock
-
-    def before_connect(self) -> bool:
-        """Whether SQLite may create the file (the first connection, no marker of an earlier one)."""
-        if self.inode is not None:
-            self.check()
-            return False
-        if self.path.exists():
-            return True
-        if self.marker.exists():
-            raise DatabaseMissing(
-                f"the SQLite database {self.path} is missing, but {self.marker} says it was created "
-                f"there ({_marker_text(self.marker)}): restore the file, or remove the marker to "
-                "start with an empty database"
-            )
-        return True
-
-    def opened(self) -> None:
-        """Record the inode of the file just opened (and the marker, the first time)."""
-        if self.inode is not None:
-            return
-        found = os.stat(self.path)
-        self.inode = (found.st_dev, found.st_ino)
-        if not self.marker.exists():
-            stamp = f"{datetime.now(UTC).isoformat()} inode {found.st_ino}\n"
-            try:
-                self.marker.write_text(stamp, encoding="utf-8")
-            except OSError as exc:  # a read-only folder: the database still opens, unguarded on restart
-                log.warning(
-                    "no marker written beside %s (%s): a missing file will not be noticed", self.path, exc
-                )
-
-    def check(self) -> None:
-        """``StoreUnavailable`` when the path no longer names the file opened."""
-        if self.inode is None:
-            return
-        problem = None
-        try:
-            found = os.stat(self.path)
-        except FileNotFoundError:
-            problem = f"the SQLite database {self.path} was removed while in use"
-        except OSError as exc:
-            problem = f"the SQLite database {self.path} cannot be read: {exc.strerror}"
-        else:
-            if (found.st_dev, found.st_ino) != self.inode:
-                problem = f"the SQLite database {self.path} was replaced while in use"
-        if problem is not None:
-            raise StoreUnavailable(
-                f"{problem}: nothing is written until it is restored and the process restarted"
-            )
-
-
-def _marker_text(marker: Path) -> str:
-    try:
-        return marker.read_text(encoding="utf-8").strip()[:100]
-    except OSError:
-        return "unreadable marker"
-
 
 _FILES: weakref.WeakKeyDictionary[Engine, SqliteFile] = weakref.WeakKeyDictionary()
 _LOCKS: dict[str, threading.Lock] = {}  # one writer per database file in this process
@@ -167,10 +77,8 @@ def make_engine(url: str) -> Engine:
         def _on_connect(dbapi_conn: Any, _record: Any) -> None:
             dbapi_conn.isolation_level = None
             cursor = dbapi_conn.cursor()
-            cursor.execute("PRAGMA journal_mode=WAL")
-            cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
-            cursor.execute("PRAGMA foreign_keys=ON")
-            cursor.execute("PRAGMA synchronous=NORMAL")
+            for pragma in PRAGMAS:
+                cursor.execute(pragma)
             cursor.close()
 
         @event.listens_for(engine, "begin")
@@ -280,27 +188,6 @@ def storage_error(exc: BaseException) -> StoreUnavailable | None:
             "nothing of it was stored; retry later"
         )
     return None
-
-
-_REVISION = re.compile(r"^revision\s*(?::[^=]*)?=\s*['\"]([^'\"]+)['\"]", re.MULTILINE)
-_DOWN_REVISION = re.compile(r"^down_revision\s*(?::[^=]*)?=\s*(.+)$", re.MULTILINE)
-
-
-@cache
-def script_heads() -> frozenset[str]:
-    """The head revisions of the migration scripts, read from their text (no Alembic import)."""
-    revisions: set[str] = set()
-    downs: set[str] = set()
-    for path in (MIGRATIONS_DIR / "versions").glob("*.py"):
-        text = path.read_text(encoding="utf-8")
-        found = _REVISION.search(text)
-        if found is None:
-            continue
-        revisions.add(found.group(1))
-        down = _DOWN_REVISION.search(text)
-        if down is not None:
-            downs.update(re.findall(r"['\"]([^'\"]+)['\"]", down.group(1)))
-    return frozenset(revisions - downs)
 
 
 def schema_is_current(engine: Engine) -> bool:

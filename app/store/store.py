@@ -8,6 +8,7 @@ broker to run and nothing to keep in step with it.
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 import zlib
@@ -18,11 +19,11 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Engine, func, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import DeclarativeBase, Mapped, QueryableAttribute, Session, relationship, sessionmaker
 
 from app.analysis.model import Script
-from app.store import record, tables
+from app.store import record, sqlite_plain, tables
 from app.store.engine import (  # noqa: F401  (re-exported: the store's engine and schema API)
     MIGRATIONS_DIR,
     SQLITE_BUSY_TIMEOUT_MS,
@@ -321,9 +322,26 @@ class Store:
         outer = getattr(self._ambient, "session", None)
         if outer is not None:
             return record.record_triages(outer.connection(), items)
+        if self.engine.dialect.name == "sqlite":
+            with self._writing():
+                return self._record_sqlite(items)
         # Core only: an ORM session would add much to this write
         with self._writing(), self.engine.begin() as conn:
             return record.record_triages(conn, items)
+
+    def _record_sqlite(self, items: Sequence[tuple[Submission, dict[str, Any]]]) -> list[StoredTriage]:
+        """``record_triages`` on SQLite: the same rows, written on a pooled connection with the
+        ``sqlite3`` module (``app.store.sqlite_plain``); SQLAlchemy's execution layer cost the
+        service's writer more than the write itself. Its errors are raised as SQLAlchemy's."""
+        pooled = self.engine.raw_connection()
+        try:
+            db = pooled.driver_connection
+            with sqlite_plain.transaction(db, sqlite_file(self.engine)):
+                return sqlite_plain.write_triages(db, items)
+        except sqlite3.Error as exc:  # as SQLAlchemy raises it: the callers know its errors
+            raise DBAPIError.instance(None, None, exc, sqlite3.Error) from exc
+        finally:
+            pooled.close()
 
     def record_failure(self, case: Submission, error: str) -> int:
         """Store a synchronous triage that failed (its input kept for a look), in one transaction."""

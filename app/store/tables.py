@@ -8,7 +8,7 @@ onto these same ``Table`` objects, so there is one schema; the migrations stay i
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 
 from sqlalchemy import (
     JSON,
@@ -26,10 +26,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.schema import SchemaItem
 
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
-
+from app.store.rows import utcnow
 
 metadata = MetaData()
 

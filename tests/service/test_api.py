@@ -334,6 +334,23 @@ def test_openapi_documents_bodies_with_the_running_example(api: httpx.Client) ->
     assert api.get("/docs").status_code == 200
 
 
+def test_openapi_names_the_key_schemes_on_every_keyed_route_and_only_there(api: httpx.Client) -> None:
+    """The key check reads its headers itself; the schema names its schemes as FastAPI would."""
+    spec = api.get("/openapi.json").json()
+    schemes = spec["components"]["securitySchemes"]
+    assert schemes["APIKeyHeader"] == {
+        "type": "apiKey",
+        "description": "One of TCFL_SERVICE_API_KEYS",
+        "in": "header",
+        "name": "X-API-Key",
+    }
+    assert schemes["HTTPBearer"]["scheme"] == "bearer" and set(schemes) == {"APIKeyHeader", "HTTPBearer"}
+    keyed = [{"APIKeyHeader": []}, {"HTTPBearer": []}]
+    for path, method in (("/v1/triage", "post"), ("/v1/triage/{triage_id}", "get"), ("/metrics", "get")):
+        assert spec["paths"][path][method]["security"] == keyed, path
+    assert "security" not in spec["paths"]["/healthz"]["get"]
+
+
 @pytest.mark.slow
 def test_api_keys_guard_every_route_but_healthz(tmp_path: Path) -> None:
     srv = Server(

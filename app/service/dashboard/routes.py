@@ -402,7 +402,7 @@ async def submit_post(request: Request, runtime: RuntimeDep) -> Response:
         validation_errors(form, exc)
         return _submit_page(request, form, 422)
     try:
-        result = await triage_routes.create_triage(triage_request, runtime)
+        result = await triage_routes.triage_one(triage_request, runtime)
     except HTTPException as exc:
         form.error("", str(exc.detail))
         return _submit_page(request, form, exc.status_code)

@@ -6,10 +6,10 @@ import asyncio
 import logging
 from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Path, Query
+from fastapi import APIRouter, HTTPException, Path, Query, Request
 
 from app.service.cases import InvalidInput, LimitExceeded, to_case
-from app.service.deps import RuntimeDep
+from app.service.deps import Runtime, RuntimeDep
 from app.service.jobs import triage_now
 from app.service.pool import PoolUnavailable
 from app.service.schemas import Status, StoredTriage, TriagePage, TriageRequest
@@ -29,8 +29,15 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 
 
 @router.post("", response_model=StoredTriage, responses=ERRORS)
-async def create_triage(body: TriageRequest, runtime: RuntimeDep) -> dict[str, Any]:
+async def create_triage(body: TriageRequest, request: Request) -> dict[str, Any]:
     """Triage one failing test now; the result is stored and returned with its id."""
+    # the runtime read here, not as a dependency: FastAPI solves each dependency of every request
+    # anew, and this route is the one that takes the load
+    return await triage_one(body, request.app.state.runtime)
+
+
+async def triage_one(body: TriageRequest, runtime: Runtime) -> dict[str, Any]:
+    """``POST /v1/triage``'s work (the dashboard's submit form runs it too)."""
     try:
         case = to_case(body, runtime.settings)
     except LimitExceeded as exc:
