@@ -32,9 +32,10 @@ if TYPE_CHECKING:
     from app.localize.llm import ModelClient
 
 CONCURRENCY = 4  # triages at once (model calls dominate; the static phase is milliseconds)
-# parses of script sets kept by a job's triager: a module's failures are triaged together and then
-# its runs recorded together (``grouped``), so a few suffice, and each holds many times its text
-PARSES = CONCURRENCY + 2
+# parses of script sets kept by a job's triager: a module's failures are triaged together (at most
+# CONCURRENCY sets in flight) and then its runs recorded together (``grouped``: its set and its
+# scope's), so this many suffice, and each holds many times its text
+PARSES = CONCURRENCY
 
 
 @dataclass(frozen=True)
