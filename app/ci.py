@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -71,6 +71,18 @@ class TriagedRun:
         and ``/v1/signatures`` show: from the test's log and the scripts it was triaged with (a
         test the results give no log for is known by its error text); never from the ranking."""
         return log_signature(self.run.log or self.run.error, self.sources)
+
+    def with_triage_id(self, triage_id: int | None, *, on_result: bool = False) -> TriagedRun:
+        """This failure with its stored triage's id (``on_result``: on its result too), its
+        signature kept: ``replace`` makes a new object, and the signature hashes the whole log
+        and scripts."""
+        result = self.result
+        if on_result and result is not None and triage_id is not None:
+            result = replace(result, id=str(triage_id))
+        out = replace(self, triage_id=triage_id, result=result)
+        if "signature" in self.__dict__:  # cached_property keeps its value in the instance dict
+            out.__dict__["signature"] = self.__dict__["signature"]
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from app.analysis.model import Script
@@ -109,3 +110,21 @@ def test_a_triage_analysed_unlike_recording_keeps_no_facts(tmp_path: Path) -> No
         asyncio.run(triage_results(results, Checkout.scan(SUITE), triager))
         assert triager.facts == {}
     assert local_triager(TriageOptions(), None).facts is None  # not recording
+
+
+def test_a_stored_triages_id_keeps_the_failures_signature_and_marks_its_result_when_asked(
+    tmp_path: Path,
+) -> None:
+    results = read_results(_junit(tmp_path), "auto")
+    options = TriageOptions(ranker="heuristic", k=3)
+    report = asyncio.run(triage_results(results, Checkout.scan(SUITE), local_triager(options, None)))
+    item = report.triaged[0]
+    assert item.result is not None and item.triage_id is None
+    signature = item.signature
+    stored = item.with_triage_id(7)
+    assert stored.triage_id == 7 and stored.result is not None and stored.result.id is None
+    assert stored.signature == signature
+    marked = item.with_triage_id(8, on_result=True)
+    assert marked.triage_id == 8 and marked.result is not None and marked.result.id == "8"
+    # computed afresh (``replace`` keeps no cached value) it is the same id: the kept one is not stale
+    assert replace(item, triage_id=9).signature == signature and len(signature) == 40

@@ -72,10 +72,11 @@ def store_triages(store: Store, report: CiReport, options: TriageOptions) -> CiR
     if not cases:
         return report
     with store.engine.begin() as conn:
-        stored = record_triages(conn, cases)
+        stored = record_triages(conn, cases, [t.signature for t in items])
     ids = {id(t): s.id for t, s in zip(items, stored, strict=True)}
     return replace(
-        report, triaged=tuple(replace(t, triage_id=ids.get(id(t), t.triage_id)) for t in report.triaged)
+        report,
+        triaged=tuple(t if id(t) not in ids else t.with_triage_id(ids[id(t)]) for t in report.triaged),
     )
 
 
@@ -211,7 +212,7 @@ def _with_ids(report: CiReport, ids: Mapping[int, int | None]) -> CiReport:
         if t.result is None or triage_id is None:
             triaged.append(t)
             continue
-        triaged.append(replace(t, triage_id=triage_id, result=replace(t.result, id=str(triage_id))))
+        triaged.append(t.with_triage_id(triage_id, on_result=True))
     return replace(report, triaged=tuple(triaged))
 
 

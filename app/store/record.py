@@ -79,10 +79,13 @@ def record_triage(conn: Connection, case: Submission, data: dict[str, Any]) -> S
 
 
 def record_triages(
-    conn: Connection, items: Sequence[tuple[Submission, dict[str, Any]]]
+    conn: Connection,
+    items: Sequence[tuple[Submission, dict[str, Any]]],
+    signatures: Sequence[str | None] | None = None,
 ) -> list[StoredTriage]:
     """Finished triages, each stored as ``record_triage`` stores one, with one statement per
-    table for them all (the service's writer stores the triages that finish together so)."""
+    table for them all (the service's writer stores the triages that finish together so);
+    ``signatures``: each failure's id where the caller has it already (``app.store.rows.triage_rows``)."""
     if not items:
         return []
     split = [(case, *split_snapshot(data)) for case, data in items]
@@ -95,7 +98,7 @@ def record_triages(
         for (case, _, _), rid in zip(split, request_ids, strict=True)
         for link in link_rows(case, rid, ids)
     ]
-    results, snapshots, chunks = triage_rows(split, request_ids)
+    results, snapshots, chunks = triage_rows(split, request_ids, signatures)
     if links:
         conn.execute(_INSERT_REQUEST_SCRIPT, links)
     conn.execute(_INSERT_RESULT, results)
