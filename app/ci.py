@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from app.history.records import RunFacts
     from app.localize.llm import ModelClient
 
+_NO_TIME = datetime(1970, 1, 1, tzinfo=UTC)
 CONCURRENCY = 4  # triages at once (model calls dominate; the static phase is milliseconds)
 # parses of script sets kept by a job's triager: a module's failures are triaged together (at most
 # CONCURRENCY sets in flight) and then its runs recorded together (``grouped``: its set and its
@@ -221,8 +222,10 @@ class LocalTriager:
         self.history = history
         self.limits = limits
         self.parses = ParseCache(max_entries=PARSES)
-        # with ``record``: each failure's history facts, from its triage's own analysis (``facts``)
+        # with ``record``: each failure's history facts, from its triage's own analysis (``facts``),
+        # and passing runs' scripts, with their facts where a failure's triage had them parsed (``passes``)
         self.facts: dict[TestRun, RunFacts] | None = {} if record else None
+        self.passes: dict[TestRun, tuple[tuple[Script, ...], RunFacts | None]] | None = {} if record else None
 
     def records_facts(self) -> bool:
         """Whether a triage's analysis is the one recording the run would make: the estimated
@@ -236,6 +239,32 @@ class LocalTriager:
             and (options.log_format or "auto").strip() == "auto"
             and not any(name in REFINEMENTS for name in options.disabled_channels)
         )
+
+    def record_passes(self, runs: Sequence[tuple[TestRun, tuple[Script, ...]]]) -> None:
+        """The history facts of passing runs, each with its scripts (``find_scripts``, as
+        ``app.launch.run_records`` finds a pass's), taken right after a failure with the same
+        scripts was triaged, while their parse is still kept: recording them after the whole job
+        would parse those scripts again. The facts ``app.store.history.HistoryStore.with_facts``
+        computes (``app.history.facts.batch_facts``)."""
+        if self.passes is None or not runs:
+            return
+        from app.history.facts import batch_facts
+        from app.history.records import RunRecord, parse_test_id
+
+        taken: list[tuple[TestRun, RunRecord]] = []
+        for run, scripts in runs:
+            try:
+                key, params = parse_test_id(run.test_id, run.suite)
+            except ValueError:  # no key, no record
+                continue
+            # a record's facts read its test, scripts, verdict and log, never its time or job
+            record = RunRecord(
+                key, run.test_id, params, "pass", _NO_TIME, scripts=scripts, log=run.log or None
+            )
+            taken.append((run, record))
+        found = batch_facts([record for _, record in taken], parses=self.parses)
+        for (run, record), facts in zip(taken, found, strict=True):
+            self.passes[run] = (record.scripts, facts)
 
     def parse(self, run: TestRun) -> ParsedLog | None:
         """The run's log parsed as finding its scripts reads it, when the triage reads it alike (a
@@ -283,6 +312,10 @@ class LocalTriager:
             if found is not None:
                 self.facts[run] = found
         return result
+
+
+def _files(scripts: Sequence[Script]) -> tuple[tuple[str, str], ...]:
+    return tuple((s.path, s.content) for s in scripts)
 
 
 def _test_file(run: TestRun) -> str:
@@ -374,8 +407,26 @@ async def triage_results(
 
     failed = results.failed
     order = grouped(failed, _test_file)  # a module's failures together: its parse is reused, then let go
-    done = await asyncio.gather(*(one(failed[i]) for i in order))
+    # passing runs by their scripts, when the triages parse scripts as recording does: each set's
+    # passes get their facts right after a failure with that set is triaged (its parse still kept)
+    waiting: dict[tuple[tuple[str, str], ...], list[tuple[TestRun, tuple[Script, ...]]]] = {}
+    if local is not None and local.passes is not None and local.records_facts():
+        for run in results.runs:
+            if run.verdict == "pass":
+                scripts = tuple(find_scripts(run, checkout)[0])
+                waiting.setdefault(_files(scripts), []).append((run, scripts))
+
+    async def after(run: TestRun) -> TriagedRun:
+        done = await one(run)
+        if local is not None and waiting and done.sources:
+            local.record_passes(waiting.pop(_files(done.sources), ()))
+        return done
+
+    done = await asyncio.gather(*(after(failed[i]) for i in order))
     triaged = tuple(t for _, t in sorted(zip(order, done, strict=True), key=lambda pair: pair[0]))
+    if local is not None and local.passes is not None:
+        for rest in waiting.values():  # no failure has these scripts: their facts come when recorded
+            local.passes.update((run, (scripts, None)) for run, scripts in rest)
     return CiReport(
         format=results.format,
         total=len(results.runs),

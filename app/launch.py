@@ -22,6 +22,7 @@ from app.ingest.job import Job
 from app.ingest.testkey import parse_test_id
 
 if TYPE_CHECKING:
+    from app.analysis.model import Script
     from app.ci import CiReport
     from app.ingest.base import TestRun
     from app.ingest.resolve import Checkout
@@ -135,6 +136,7 @@ def run_records(
     checkout: Checkout | None = None,
     resolve_failures: bool = False,
     facts: Mapping[TestRun, RunFacts] | None = None,
+    passes: Mapping[TestRun, tuple[tuple[Script, ...], RunFacts | None]] | None = None,
 ) -> list[RunRecord]:
     """Every test run of a job's results (passes too) as history records, named by the job.
 
@@ -145,7 +147,9 @@ def run_records(
     ``checkout``, a pass gets its scripts by the same resolution, so it is stored with a version and
     counts by its must-run lines (and, with ``resolve_failures``, so does a failure that was not
     triaged: the CLI reads a local checkout, where that costs nothing and risks nothing). ``facts``:
-    failures' facts kept from their triages (``LocalTriager.facts``), with the record's err_sig.
+    failures' facts kept from their triages (``LocalTriager.facts``), with the record's err_sig;
+    ``passes``: passing runs' scripts, found as here, and their facts where the triages computed
+    them (``LocalTriager.passes``).
     """
     from app.ingest.resolve import find_scripts
 
@@ -162,8 +166,9 @@ def run_records(
         key, params = parse_test_id(run.test_id, run.suite)
         seen[run.test_id] += 1
         place = "" if seen[run.test_id] == 1 else f"#{seen[run.test_id]}"
+        found = passes.get(run) if passes is not None and verdict == "pass" else None
         scripts = sources.get(run.test_id) or (
-            find_scripts(run, checkout)[0]
+            (found[0] if found is not None else find_scripts(run, checkout)[0])
             if checkout is not None and (verdict == "pass" or resolve_failures)
             else ()
         )
@@ -171,6 +176,8 @@ def run_records(
         kept = facts.get(run) if facts is not None and err_sig else None
         if kept is not None and own.get(run) != scripts:  # another run of the test id was triaged
             kept = None
+        if found is not None and found[1] is not None and tuple(scripts) == found[0]:
+            kept = found[1]
         out.append(
             RunRecord(
                 key=key,

@@ -128,3 +128,47 @@ def test_a_stored_triages_id_keeps_the_failures_signature_and_marks_its_result_w
     assert marked.triage_id == 8 and marked.result is not None and marked.result.id == "8"
     # computed afresh (``replace`` keeps no cached value) it is the same id: the kept one is not stale
     assert replace(item, triage_id=9).signature == signature and len(signature) == 40
+
+
+def test_passes_get_their_facts_beside_a_failure_with_their_scripts_as_recording_computes_them(
+    tmp_path: Path,
+) -> None:
+    from datetime import UTC, datetime
+
+    from app.history.facts import batch_facts
+    from app.ingest.job import Job
+    from app.ingest.resolve import find_scripts
+    from app.launch import run_records
+
+    results = read_results(_junit(tmp_path), "auto")
+    recording = local_triager(TriageOptions(ranker="heuristic", k=3), None, record=True)
+    checkout = Checkout.scan(SUITE)
+    report = asyncio.run(triage_results(results, checkout, recording))
+    passing = [r for r in results.runs if r.verdict == "pass"]
+    assert passing and recording.passes is not None and set(recording.passes) == set(passing)
+    when = datetime(2024, 1, 1, tzinfo=UTC)
+    kept = run_records(report, Job(), when, checkout=checkout, passes=recording.passes)
+    plain = run_records(report, Job(), when, checkout=checkout)
+    computed = batch_facts(plain)
+    for i, record in enumerate(plain):
+        if record.verdict != "pass":
+            continue
+        scripts, facts = recording.passes[results.runs[i]]
+        assert scripts == record.scripts == tuple(find_scripts(results.runs[i], checkout)[0])
+        assert facts is not None and kept[i].facts == facts == computed[i]  # traced as recorded
+        assert facts.packed is not None  # its must-run lines
+
+
+def test_passes_whose_scripts_no_failure_has_keep_their_scripts_and_get_facts_when_recorded(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "junit.xml"
+    path.write_text(
+        "<testsuite name='s'><testcase classname='test_links.TestLinks' name='test_ports_known'/></testsuite>"
+    )
+    results = read_results(path, "auto")
+    recording = local_triager(TriageOptions(ranker="heuristic", k=3), None, record=True)
+    asyncio.run(triage_results(results, Checkout.scan(SUITE), recording))
+    assert recording.passes is not None
+    [(scripts, facts)] = recording.passes.values()
+    assert scripts[0].path == "test_links.py" and facts is None

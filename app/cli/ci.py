@@ -114,8 +114,14 @@ def run(args: argparse.Namespace) -> int:
                 history = HistoryStore(store)
                 reader = lambda test, window, before: history.history_runs(test, limit=window, before=before)  # noqa: E731
             recording = store is not None and not args.no_store
+            # the runs' facts are kept from the triages, unless the job was recorded before: then
+            # its runs are stored already and no facts are computed for them at all
             triager = local_triager(
-                options, client, history=reader, limits=settings.cost_limits(), record=recording
+                options,
+                client,
+                history=reader,
+                limits=settings.cost_limits(),
+                record=recording and store is not None and not _recorded_before(store, job),
             )
             report = asyncio.run(_triage(results, checkout, triager, client, settings.max_files_per_case))
             if store is not None and recording:
@@ -172,6 +178,16 @@ async def _triage(
             await client.aclose()
 
 
+def _recorded_before(store: Store, job: Job) -> bool:
+    """Whether the store holds this job's launch (an unreadable one counts as not)."""
+    from app.store.launches import LaunchStore
+
+    try:
+        return LaunchStore(store).find(job.identity) is not None
+    except Exception:  # the recording reports a database problem; here it only costs time
+        return False
+
+
 def _open_store(url: str) -> Store | None:
     """The database, or None (with a warning) when it cannot be opened: a job is triaged without
     history, and not recorded, rather than not triaged at all."""
@@ -204,7 +220,7 @@ def _record(
     url = safe_url(str(store.engine.url))
     try:
         report, recorded = record_job(
-            store, report, job, started, checkout, options, triager.parses, triager.facts
+            store, report, job, started, checkout, options, triager.parses, triager.facts, triager.passes
         )
     except Exception as exc:
         print(f"tcfl ci: warning: runs not recorded in {url}: {type(exc).__name__}: {exc}", file=sys.stderr)

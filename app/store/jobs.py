@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from sqlalchemy import select, text, update
 from sqlalchemy.exc import IntegrityError
 
+from app.analysis.model import Script
 from app.analysis.parsed import ParseCache
 from app.ci import CiReport, history_key
 from app.history.records import RunFacts, RunRecord
@@ -89,17 +90,21 @@ def record_job(
     options: TriageOptions,
     parses: ParseCache | None = None,
     facts: Mapping[TestRun, RunFacts] | None = None,
+    passes: Mapping[TestRun, tuple[tuple[Script, ...], RunFacts | None]] | None = None,
 ) -> tuple[CiReport, Recorded]:
     """The job into the store: each triage (so the dashboard shows it) unless the job was recorded
     before, every test's run (passes too, with their scripts from the checkout) and the job's
     launch; the report with its launch and known issues. ``parses``: the triages' parses, which
     the runs' facts read again (the same scripts); ``facts``: the failures' facts kept from their
-    triages (``app.ci.LocalTriager.facts``), not computed again."""
+    triages (``app.ci.LocalTriager.facts``), not computed again; ``passes``: passing runs' scripts
+    and, where their triages had them parsed, facts (``app.ci.LocalTriager.passes``)."""
     launches = LaunchStore(store)
     if launches.find(job.identity) is None:
         report = store_triages(store, report, options)
     history = HistoryStore(store)
-    records = run_records(report, job, started, checkout=checkout, resolve_failures=True, facts=facts)
+    records = run_records(
+        report, job, started, checkout=checkout, resolve_failures=True, facts=facts, passes=passes
+    )
     records = history.with_facts(records, parses)
     recorded = record_launch(
         report,
