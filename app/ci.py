@@ -262,7 +262,10 @@ class LocalTriager:
                 key, run.test_id, params, "pass", _NO_TIME, scripts=scripts, log=run.log or None
             )
             taken.append((run, record))
-        found = batch_facts([record for _, record in taken], parses=self.parses)
+        try:
+            found = batch_facts([record for _, record in taken], parses=self.parses)
+        except Exception:  # never costs the job's triage: recording computes them again, and warns
+            return
         for (run, record), facts in zip(taken, found, strict=True):
             self.passes[run] = (record.scripts, facts)
 
