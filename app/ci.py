@@ -19,7 +19,7 @@ from app.analysis.context import REFINEMENTS
 from app.analysis.limits import CostLimits
 from app.analysis.logparse import parse_log
 from app.analysis.model import Analysis, ParsedLog, Script
-from app.analysis.parsed import ParseCache, grouped
+from app.analysis.parsed import ParseCache, grouped, script_set
 from app.history.signatures import log_signature, normalise_error
 from app.ingest.base import Results, TestRun
 from app.ingest.resolve import Checkout, find_scripts, id_paths
@@ -317,10 +317,6 @@ class LocalTriager:
         return result
 
 
-def _files(scripts: Sequence[Script]) -> tuple[tuple[str, str], ...]:
-    return tuple((s.path, s.content) for s in scripts)
-
-
 def _test_file(run: TestRun) -> str:
     """The file a run's test lives in, as its results or its id name it ("" when neither does)."""
     return (run.script_paths or id_paths(run.test_id) or ("",))[0]
@@ -417,12 +413,12 @@ async def triage_results(
         for run in results.runs:
             if run.verdict == "pass":
                 scripts = tuple(find_scripts(run, checkout)[0])
-                waiting.setdefault(_files(scripts), []).append((run, scripts))
+                waiting.setdefault(script_set(scripts), []).append((run, scripts))
 
     async def after(run: TestRun) -> TriagedRun:
         done = await one(run)
         if local is not None and waiting and done.sources:
-            local.record_passes(waiting.pop(_files(done.sources), ()))
+            local.record_passes(waiting.pop(script_set(done.sources), ()))
         return done
 
     done = await asyncio.gather(*(after(failed[i]) for i in order))

@@ -273,6 +273,11 @@ class _FileCache:
 _FILES = _FileCache()
 
 
+def script_set(scripts: Sequence[Script]) -> tuple[tuple[str, str], ...]:
+    """A script set's identity: its paths and contents in order (what ``ParseCache`` keys a parse by)."""
+    return tuple((s.path, s.content) for s in scripts)
+
+
 def grouped(items: Sequence[T], key: Callable[[T], Hashable]) -> list[int]:
     """The indexes of ``items``, those of equal ``key`` together, groups in order of first sight:
     the order to analyse items in so that a small ``ParseCache`` parses each script set once."""
@@ -303,7 +308,7 @@ class ParseCache:
     def get(
         self, scripts: Sequence[Script], patterns: tuple[str, ...], limits: CostLimits | None = None
     ) -> ParsedScripts:
-        key = (tuple((s.path, s.content) for s in scripts), patterns)
+        key = (script_set(scripts), patterns)
         with self._lock:
             found = self._entries.get(key)
             if found is not None:

@@ -17,7 +17,7 @@ from app.analysis.limits import CostLimits, check_text
 from app.analysis.logparse import parse_log
 from app.analysis.model import Analysis, Loc, ParsedLog, Script, State
 from app.analysis.mustrun import must_run_lines
-from app.analysis.parsed import ParseCache, ParsedScripts, grouped, log_patterns
+from app.analysis.parsed import ParseCache, ParsedScripts, grouped, log_patterns, script_set
 from app.analysis.pipeline import analyze
 from app.history.packed import pack_trace, packable
 from app.history.rank import Values
@@ -226,7 +226,7 @@ def batch_facts(
 
 
 def _files(record: RunRecord) -> tuple[tuple[str, str], ...]:
-    return tuple((s.path, s.content) for s in record.scripts)
+    return script_set(record.scripts)
 
 
 class _Batch:
