@@ -18,6 +18,7 @@ from app.store import tables
 from app.store.rows import (  # noqa: F401  (re-exported: the store's row values)
     ERROR_TEXT_CHARS,
     SNAPSHOT_KEY,
+    EncodedResult,
     StoredTriage,
     Submission,
     aware,
@@ -80,7 +81,7 @@ def record_triage(conn: Connection, case: Submission, data: dict[str, Any]) -> S
 
 def record_triages(
     conn: Connection,
-    items: Sequence[tuple[Submission, dict[str, Any]]],
+    items: Sequence[tuple[Submission, dict[str, Any] | EncodedResult]],
     signatures: Sequence[str | None] | None = None,
 ) -> list[StoredTriage]:
     """Finished triages, each stored as ``record_triage`` stores one, with one statement per
