@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from app.analysis.logparse import parse_log, realign
 from app.analysis.logparse.formats import DETECT_SAMPLE, clean_text
+from app.analysis.logparse.pyerrors import python_error
 from app.analysis.model import ParsedLog
 
 
@@ -348,15 +349,30 @@ def test_short_path_gives_what_the_full_checks_give(lines: list[tuple[str, str]]
         ),
         # a line cannot end with "and": the next one goes on with it
         ("TypeError: unsupported operand type(s) for +: 'dict_values' and\n'dict_values'\n", "'dict_values'"),
+        # Python's own message is incomplete without the next line (wrapped at 72 columns, no indent)
+        (
+            "AttributeError: 'TestShareBasicOpsNFS' object\nhas no attribute 'image_ref'\n",
+            "has no attribute 'image_ref'",
+        ),
+        (
+            "AttributeError: module 'neutron_lib.constants'\nhas no attribute 'RULE_TYPE'\n",
+            "has no attribute 'RULE_TYPE'",
+        ),
+        ("    AttributeError: 'TestVrf' object has no attribute\n    'wait_for_table'\n", "'wait_for_table'"),
     ],
 )
 def test_an_error_line_wrapped_over_several_lines_is_read_whole(log: str, whole: str) -> None:
     error = parse_log(log).error_message
-    assert error.splitlines()[0].endswith(("\\", "required", "and"))
+    assert error.splitlines()[0].endswith(
+        ("\\", "required", "and", "object", "'neutron_lib.constants'", "attribute")
+    )
     assert error.splitlines()[-1] == whole
+    assert python_error(error).kind is not None or "TypeError" in error
 
 
 def test_the_lines_after_an_unwrapped_error_line_are_not_part_of_it() -> None:
     log = "ValueError: bad value\nnext step starts\n  Traceback text is not here\nOtherError: x\n"
+    complete = "AttributeError: 'X' object has no attribute 'y'\nhas no attribute 'z'\n"
+    assert parse_log(complete).error_message == "AttributeError: 'X' object has no attribute 'y'"
     assert parse_log("ValueError: bad value\nnext step starts\n").error_message == "ValueError: bad value"
     assert parse_log(log).error_message == "OtherError: x"

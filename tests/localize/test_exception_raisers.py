@@ -284,3 +284,113 @@ def test_with_a_frame_a_none_value_s_read_is_no_raiser_evidence_the_fault_is_ups
     )
     assert lines.get(9, 0) < 0.9
     assert lines[8] > lines.get(9, 0)  # where the None was bound
+
+
+LOCALS = """def select(backends):
+    aws_vms = []
+    checks = []
+    if "aws" in backends:
+        aws_vms = list_aws()
+    if "azure" in backends:
+        azure_vms = list_azure()
+    return aws_vms + checks + azure_vms
+
+
+def other():
+    azure_vms = list_azure()
+    return azure_vms
+
+
+def children(tree):
+    for node in tree:
+        if node["name"] == "x":
+            kids = node["children"]
+    return kids
+"""
+
+
+def test_an_unbound_local_points_where_its_function_binds_it_on_some_paths_only() -> None:
+    lines = _scores(LOCALS, "UnboundLocalError: local variable 'azure_vms' referenced before assignment")
+    assert lines[7] == lines[6] == 0.9  # the binding, and the condition after which it can be unbound
+    assert lines[2] == 0.9  # a kindred name's starting value: the fix binds this one there too
+    assert lines.get(3, 0) == 0  # `checks` is no kin of `azure_vms`
+    assert lines.get(12, 0) < 0.9  # bound on every path to its use there: it cannot raise
+
+
+def test_an_unbound_local_bound_in_a_loop_points_at_the_loop_and_before_it() -> None:
+    lines = _scores(
+        LOCALS,
+        "UnboundLocalError: cannot access local variable 'kids' where it is not associated with a value",
+    )
+    assert lines[19] == 0.9
+    assert lines[18] == 0.9  # the condition right above it
+    assert 0.5 <= lines[17] < 0.9  # the loop at the body's level holding that condition
+    assert set(lines) == {17, 18, 19}  # nothing before the loop: the fix goes at the body's start
+
+
+GLOBALS = """import os
+
+
+def configure(host):
+    node = lookup(host)
+    node.setup()
+
+
+def upload(files):
+    node.send(files)
+"""
+
+
+def test_a_name_error_counts_bindings_local_to_other_functions_little() -> None:
+    lines = _scores(GLOBALS, "NameError: name 'node' is not defined")
+    assert lines[10] == 1.0  # the use no scope binds
+    assert lines[5] < 0.5  # a binding no other function sees
+    assert lines[1] < 0.5  # bound elsewhere: likelier a wrong name than a missing import
+    lines = _scores(GLOBALS, "NameError: name 'shutil' is not defined")
+    assert lines[1] > 0.5  # bound nowhere: the import is likely missing
+
+
+RESIZED = """def reap(clients, done):
+    for client in clients.keys():
+        if client in done:
+            del clients[client]
+    for name in list(done):
+        done.discard(name)
+    for key in clients:
+        print(key)
+"""
+
+
+def test_a_container_changed_in_a_loop_over_it_points_at_that_loop() -> None:
+    lines = _scores(RESIZED, "RuntimeError: dictionary changed size during iteration")
+    assert lines[2] == 1.0  # loops over the dict and deletes from it
+    assert lines.get(5, 0) == 0  # loops over a copy
+    assert 0 < lines[7] < 1.0  # loops over it directly, changes nothing itself
+
+
+FORMATS = """def report(zone, status, timeout):
+    first = 'Zone %(zone)s failed to reach %(status)s' % {'zone': zone, 'status': status}
+    second = ('Record failed to reach status=%(status) within '
+              '%(timeout)s s' % {'status': status, 'timeout': timeout})
+    third = '{} took {}s'.format(zone, timeout)
+    return first, second, third
+"""
+
+
+def test_an_unsupported_format_character_points_at_the_directive_it_ends() -> None:
+    lines = _scores(FORMATS, "ValueError: unsupported format character 'w' (0x77) at index 32")
+    assert lines[3] == 1.0  # `%(status) w`: a space flag, then 'w'
+    assert lines.get(2, 0) < 1.0 and lines.get(5, 0) < 1.0
+
+
+ONE = """def server_of(results, href):
+    first, second = results[:2]
+    server, = (r for r in results if r.href == href)
+    return server
+"""
+
+
+def test_an_unpacking_into_one_target_is_the_one_that_expected_one() -> None:
+    lines = _scores(ONE, "ValueError: not enough values to unpack (expected 1, got 0)")
+    assert lines[3] == 1.0
+    assert lines[2] < 1.0

@@ -56,6 +56,18 @@ REAL = [
     ("1 + 'a'", None, {"operand": True}),
     ("'a' + 1", None, {"operand": True}),
     ("{}.keys()[0]", None, {"not_indexable": True}),
+    ("'%(a) w' % {'a': 1}", None, {"directive": "w", "formatting": True}),
+    ("'%d%y' % (1, 2)", None, {"directive": "y"}),
+    # a container changed while a loop went over it: dict, set, deque, OrderedDict
+    ("d = {1: 1}\nfor k in d:\n    d[k + 1] = 1", None, {"resized": True, "exception": "RuntimeError"}),
+    ("d = {1: 1, 2: 2}\nfor k in d:\n    del d[k]\n    d[k + 10] = 1", None, {"resized": True}),
+    ("s = {1}\nfor k in s:\n    s.add(k + 1)", None, {"resized": True}),
+    ("import collections\nq = collections.deque([1])\nfor k in q:\n    q.append(k)", None, {"resized": True}),
+    (
+        "import collections\nd = collections.OrderedDict(a=1, b=2)\nfor k in d:\n    d[k + 'x'] = 2",
+        None,
+        {"resized": True},
+    ),
 ]
 
 
@@ -92,6 +104,7 @@ OLDER = [
     ("TypeError: 'NoneType' object has no attribute '__getitem__'", "missing-attribute", {"none": True}),
     ("TypeError: 'set' object does not support indexing", None, {"not_indexable": True}),
     ("KeyError: u'name'", None, {"key": "name"}),
+    ("RuntimeError: dictionary changed size during iteration", None, {"resized": True}),
     # 3.0 - 3.10
     (
         "UnboundLocalError: local variable 'count' referenced before assignment",

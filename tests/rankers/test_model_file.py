@@ -80,6 +80,10 @@ def test_triage_says_which_model_ranked(tmp_path: Path) -> None:
     assert chosen.to_dict()["ranker_model"].startswith(str(target))
     assert chosen.to_dict()["options"]["ranker_model"] == str(target)
     assert handset.ranker == "handset" and handset.ranker_model == HANDSET_LABEL
-    # a model file holding the hand-set weights ranks as the handset ranker does
-    assert [i.id for i in handset.ranking] == [i.id for i in chosen.ranking]
+    # a model file holding the hand-set weights ranks as the handset ranker does, but for the stack
+    # trace's element, which any model holds in the top 3 (the handset ranker is the bare baseline)
+    held = [i.id for i in chosen.ranking if "held in the top 3" in i.reason]
+    assert [i.id for i in handset.ranking if i.id not in held] == [
+        i.id for i in chosen.ranking if i.id not in held
+    ]
     assert handset.evidence_found and shipped.ranker == "heuristic"

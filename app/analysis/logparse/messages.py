@@ -29,6 +29,7 @@ from app.analysis.logparse.formats import (
     check_prefix_format,
     clean_text,
 )
+from app.analysis.logparse.pyerrors import python_error
 from app.analysis.logparse.rawframes import merge_frames, scan_frames, traceback_marks
 from app.analysis.logparse.tracebacks import (
     _CHAIN_LINES,
@@ -690,7 +691,10 @@ class _Parser(_TracebackReader):
             return "\n".join(parts)
         indent = _indent(self.body(first.line - 1 - self.offset))
         for msg in self.messages[k + 1 : k + 1 + _WRAPPED_MAX]:
-            if msg.line != end + 1 or not _wraps(parts[-1], indent, self.body(msg.line - 1 - self.offset)):
+            if msg.line != end + 1:
+                break
+            line = self.body(msg.line - 1 - self.offset)
+            if not (_wraps(parts[-1], indent, line) or _completes("\n".join(parts), line)):
                 break
             parts.append(msg.text)
             end = msg.end_line
@@ -719,6 +723,15 @@ def _wraps(previous: str, indent: int, line: str) -> bool:
     if words and words[-1] in _DANGLING:
         return True
     return _indent(line) > indent
+
+
+def _completes(text: str, line: str) -> bool:
+    """``line`` completes one of Python's own error messages that ``text`` began (``'X' object``,
+    then ``has no attribute 'y'``): wrapped where no hanging indent or dangling word shows it."""
+    rest = line.strip()
+    if not rest or _looks_like_exception(rest) or python_error(text).kind is not None:
+        return False
+    return python_error(f"{text}\n{rest}").kind is not None
 
 
 def parse_log(text: str, *, prefix_format: str | None = None, max_lines: int | None = None) -> ParsedLog:

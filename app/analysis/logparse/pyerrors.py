@@ -125,6 +125,8 @@ _PATH_MISSING = re.compile(
     r"\bNo such file or directory: [ub]?(['\"])(.{1,300}?)\1|"
     r"(?:^|[\s'\"])((?:~|\.{1,2})?/[^\s:'\"]{1,300})['\"]?: No such file or directory"
 )
+# "unsupported format character 'w' (0x77) at index 50": a %-directive ended by that character
+_DIRECTIVE = re.compile(r"unsupported format character '(.)' \(0x[0-9a-f]+\)")
 _FORMATTING = (
     "arguments for format string",
     "arguments converted during string formatting",
@@ -191,6 +193,8 @@ class PythonError:
     iterated: bool = False  # a value that cannot be iterated was looped over or tested with ``in``
     missing: tuple[str, ...] = ()  # the required arguments a call did not pass
     value_type: str | None = None  # the type a value that could not be indexed had (``dict_keys``)
+    resized: bool = False  # a dict, set or deque changed size while a loop iterated over it
+    directive: str | None = None  # the %-format character the message says is unsupported (``w``)
 
     @property
     def called(self) -> str | None:
@@ -218,6 +222,7 @@ def python_error(message: str) -> PythonError:
     if found := _CONVERT.search(flat):
         facts["conversion"] = "int" if (found.group(1) or found.group(2)) in ("int", "long") else "float"
     facts["iterated"] = "is not iterable" in flat
+    facts["resized"] = any(p in flat for p in _RESIZED)
     if found := _MISSING_ARGS.search(flat):
         facts["missing"] = tuple(re.findall(r"'(\w+)'", found.group(1)))
     if found := _TYPE_OF.search(flat):
@@ -228,6 +233,8 @@ def python_error(message: str) -> PythonError:
     if found := _PATH_MISSING.search(flat):
         facts["path"] = found.group(2) or found.group(3)
     facts["formatting"] = any(p in flat for p in _FORMATTING)
+    if found := _DIRECTIVE.search(flat):
+        facts["directive"] = found.group(1)
     key = _KEY.search(text)
     if key:
         facts["key"] = key.group(2) if key.group(2) is not None else key.group(3)
@@ -252,6 +259,11 @@ def _qualifier(text: str, at: int) -> str | None:
         start -= 1
     return text[start : at - 1].strip(".") or None
 
+
+# RuntimeError's forms: "dictionary changed size during iteration" (3.x and 2.7), "Set changed size
+# ...", "dictionary keys changed during iteration" (3.8+), "deque mutated during iteration",
+# "OrderedDict mutated during iteration"
+_RESIZED = ("changed size during iteration", "changed during iteration", "mutated during iteration")
 
 _WRAP = re.compile(r"[ \t]*\\?\n[ \t]*(?=\S)")
 

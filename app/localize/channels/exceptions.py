@@ -6,8 +6,11 @@ prevented it: FileNotFoundError -> path construction and existence checks; Index
 indexing and emptiness checks; KeyError -> key access and membership tests; ``'NoneType'
 object has no attribute`` -> bindings that can be None; TypeError on arguments -> the callee's
 definition and call sites; timeouts -> timeout/wait/retry arguments; ValueError on parsing ->
-split/int/float conversions; NameError/UnboundLocalError -> the definitions of the name and the
-conditions they sit under; ImportError -> imports; AttributeError of a module -> its import;
+split/int/float conversions; NameError -> the module-level definitions of the name and the
+conditions they sit under (a binding local to another function reaches nothing; a name bound
+nowhere is likelier a missing import); UnboundLocalError -> in the functions that bind the name
+on some paths only, the bindings, the clauses they sit in and where the function binds its
+starting values; ImportError -> imports; AttributeError of a module -> its import;
 ZeroDivisionError -> zero and empty values, lengths and counts; ``not subscriptable`` -> views
 and iterators; KeyError 'k' -> the statements using 'k'. A missing attribute the scripts set
 somewhere was not set on this path (the setter, the condition or branch chain around it; read by
@@ -16,7 +19,9 @@ Statements that ran on the way to the failure count more.
 
 The statements that can raise the reported error (``_raisers``), where the message says enough:
 an explicit ``raise`` of its class; a subscript for IndexError; an unpacking into the count the
-message expected; the conversion (``int()``/``float()``) it names; a formatting; the operator of
+message expected; the conversion (``int()``/``float()``) it names; a formatting (the %-directive
+ended by the character it rejects); a loop straight over a container that changed size during it
+(one that changes it in its body first); the operator of
 an operand error; a view indexed where the message names its type; a None value indexed, iterated
 or whose attribute is read (a call's result first); the uses of an undefined name where no
 enclosing scope defines it; the missing file's name. A call that did not fit its callee: the calls
@@ -52,6 +57,9 @@ RAISER = 0.9  # a construct that raises the reported error, on the way to the fa
 FAR = 0.6  # the same elsewhere in the trace
 KEY_MENTION = 0.8  # the missing key written elsewhere than in a subscript (a dict built, a .get)
 OTHER_CALL = 0.5  # a call of the callee the message names, when others are singled out as not fitting
+FOREIGN = 0.3  # a binding local to another function than the one a NameError came from
+IMPORT_MISSING = 0.6  # an import, when a NameError's name is bound nowhere in the scripts
+INITIALIZE = 0.9  # a kindred name's starting value, for a name bound on some paths only
 _PATH = re.compile(
     r"os\.path\.|\bjoin\(|get_data\(|chdir\(|\bopen\(|exists\(|isfile\(|isdir\(|Path\(|[\"'][\w.-]*/"
 )
@@ -180,7 +188,7 @@ _FORMAT_CALL = re.compile(r"\.format\(")
 _PERCENT = re.compile(r"[\"']\s*%\s*[\w(\[{]")
 _TARGET = r"\s*\*?[\w.]+(?:\[[^\],]*\])?\s*"
 _UNPACKING = re.compile(
-    rf"^\s*(?:for\s+)?[(\[]?(?P<targets>{_TARGET}(?:,{_TARGET})+,?)\s*[)\]]?\s*(?:=(?!=)|\bin\b)"
+    rf"^\s*(?:for\s+)?[(\[]?(?P<targets>{_TARGET}(?:,{_TARGET})+,?|{_TARGET},)\s*[)\]]?\s*(?:=(?!=)|\bin\b)"
 )
 _RESULT_INDEXED = re.compile(r"\)\s*\[")
 _ITERATES = re.compile(r"\bfor\b.+\bin\b|[\w)\]'\"]\s+(?:not\s+)?in\s+[\w(]")
@@ -218,7 +226,11 @@ def _raisers(ctx: Context, error: PythonError, site: int | None, headline: str, 
             found.append((FAR * RAISER if builtin else 1.0, f"raises {cls}, the error the log reports"))
         if error.index and _SUBSCRIPT.search(body):
             found.append((RAISER, "indexes a sequence: IndexError comes from here"))
-        if (error.index or error.formatting) and (_FORMAT_CALL.search(body) or _PERCENT.search(body)):
+        if error.directive is not None and any(
+            _ends_directive(lit, error.directive) for lit in _strings(body)
+        ):
+            found.append((1.0, f"holds a %-directive ended by {error.directive!r}, which the error rejects"))
+        elif (error.index or error.formatting) and (_FORMAT_CALL.search(body) or _PERCENT.search(body)):
             found.append((RAISER, "formats a string: its placeholders and arguments must agree"))
         if error.unpack is not None and (shape := _UNPACKING.search(body)):
             targets = sum(1 for t in shape.group("targets").split(",") if t.strip())
@@ -233,6 +245,11 @@ def _raisers(ctx: Context, error: PythonError, site: int | None, headline: str, 
             found.append((RAISER, "removes or looks up an item a list may not hold"))
         if cls == "ZeroDivisionError" and _DIVISION.search(body):
             found.append((RAISER, "divides: ZeroDivisionError comes from here"))
+        if error.resized and stmt.kind == StmtKind.FOR and (loop := _LOOP_OVER.search(body)):
+            changed = _changes_in_loop(ctx, stmt, loop.group("obj"))
+            detail = f"loops over `{loop.group('obj')}` directly"
+            detail += ", and changes it in the loop" if changed else ""
+            found.append((1.0 if changed else RAISER, f"{detail}: the error says it changed size meanwhile"))
         if attribute is not None and (
             attribute in facts.uses.get(sid, ())
             or any(c.callee == error.attribute and c.via_attribute for c in facts.calls.get(sid, ()))
@@ -256,6 +273,39 @@ def _raisers(ctx: Context, error: PythonError, site: int | None, headline: str, 
             found.append((1.0, "names the file the error says is missing"))
         for value, detail in found:  # what the message names is where it is; a kind of construct, nearer
             put(scores, sid, Signal(value if near or value == 1.0 else value * FAR, detail, headline))
+
+
+# a loop straight over a container or its view (``for k in d:``, ``for k, v in d.items():``): what
+# "changed size during iteration" stops; ``list(d)`` and ``sorted(d)`` are copies and never raise it
+_LOOP_OVER = re.compile(
+    r"^\s*(?:async\s+)?for\b.+?\bin\s+(?P<obj>[A-Za-z_][\w.]*?)"
+    r"(?:\.(?:keys|values|items|iterkeys|itervalues|iteritems)\(\))?\s*:"
+)
+_CHANGES = (
+    r"(?:\[[^\]]*\]\s*(?:[-+*/|&]?=(?!=))"
+    r"|\.(?:pop|popitem|update|setdefault|add|discard|remove|clear)\()"
+)
+
+
+def _changes_in_loop(ctx: Context, loop: Statement, obj: str) -> bool:
+    """Whether a statement in ``loop``'s body adds to, removes from or clears ``obj``."""
+    changes = re.compile(rf"(?:\bdel\s+{re.escape(obj)}\[|(?<![\w.]){re.escape(obj)}{_CHANGES})")
+    pending = list(loop.body)
+    while pending:
+        sid = pending.pop()
+        if changes.search(ctx.facts.text.get(sid, "")):
+            return True
+        pending.extend(ctx.statements[sid].body)
+    return False
+
+
+# a %-directive up to its conversion character: mapping key, flags, width, precision, length
+_DIRECTIVE_HEAD = r"%(?:\([^)]*\))?[#0\- +]*(?:\*|\d+)?(?:\.(?:\*|\d+))?[hlL]?"
+
+
+def _ends_directive(literal: str, char: str) -> bool:
+    """Whether a %-directive of ``literal`` ends with ``char`` (``%(status) w``: flag ' ', then 'w')."""
+    return re.search(_DIRECTIVE_HEAD + re.escape(char), literal.replace("%%", "")) is not None
 
 
 # values that cannot be indexed, by the type name a message gives, and how code makes and indexes them
@@ -362,23 +412,129 @@ def _names(ctx: Context, error: PythonError, headline: str, scores: Scores) -> N
         _missing_attribute(ctx, error.attribute, headline, scores)
     if error.kind in ("undefined-name", "unbound-local") and error.name:
         name = error.name
-        for sid, names in facts.defs.items():
-            if name not in names:
-                continue
-            mutation = name in facts.uses.get(sid, ())  # ``x.append(...)``, ``x += 1``: x was bound before
-            put(
-                scores,
-                sid,
-                Signal(0.5 if mutation else 0.9, f"defines `{name}`, which did not reach its use", headline),
-            )
-            guard = ctx.statements[sid].parent
-            if not mutation and guard is not None and ctx.statements[guard].kind in CONDITIONAL:
-                put(scores, guard, Signal(0.9, f"defines `{name}` only under this condition", headline))
-        for sid, names in facts.imports.items():
-            if names:
-                put(scores, sid, Signal(0.3, f"an import: `{name}` may be missing here", headline))
+        unbound = _unbound_in(ctx, name) if error.kind == "unbound-local" else None
+        if unbound:
+            _unbound_local(ctx, name, unbound, headline, scores)
+        else:
+            _definitions(ctx, name, error.kind == "undefined-name", headline, scores)
     if error.kind == "arguments" and error.callee:
         _arguments(ctx, error, headline, scores)
+
+
+def _definitions(ctx: Context, name: str, global_name: bool, headline: str, scores: Scores) -> None:
+    """The bindings of a name that did not reach its use, the conditions they sit under, and the
+    imports. ``global_name`` (NameError): a binding local to a function reaches no other function
+    (an enclosing one's reaches its nested ones), so those count little; where nothing binds the
+    name, the missing import is likelier."""
+    facts = ctx.facts
+    enclosing = _enclosing_uses(ctx, name) if global_name else set()
+    bound = False
+    for sid, names in facts.defs.items():
+        if name not in names:
+            continue
+        bound = True
+        stmt = ctx.statements[sid]
+        function = ctx.functions.get(stmt.function)
+        local = function is not None and function.kind != "module"
+        if global_name and local and stmt.function not in enclosing:
+            detail = f"binds `{name}` only inside the function {stmt.function}"
+            put(scores, sid, Signal(FOREIGN, detail, headline))
+            continue
+        mutation = name in facts.uses.get(sid, ())  # ``x.append(...)``, ``x += 1``: x was bound before
+        put(
+            scores,
+            sid,
+            Signal(0.5 if mutation else 0.9, f"defines `{name}`, which did not reach its use", headline),
+        )
+        guard = stmt.parent
+        if not mutation and guard is not None and ctx.statements[guard].kind in CONDITIONAL:
+            put(scores, guard, Signal(0.9, f"defines `{name}` only under this condition", headline))
+    # bound nowhere in the scripts: likelier a missing import than a misspelt local variable
+    value = IMPORT_MISSING if global_name and not bound else 0.3
+    for sid, names in facts.imports.items():
+        if names:
+            put(scores, sid, Signal(value, f"an import: `{name}` may be missing here", headline))
+
+
+def _enclosing_uses(ctx: Context, name: str) -> set[str]:
+    """The functions that enclose a use of ``name`` no scope binds (its own function and the ones
+    it is nested in): the bindings that could have reached it."""
+    found: set[str] = set()
+    for sid in _unscoped_uses(ctx, name):
+        fid: str | None = ctx.statements[sid].function
+        while fid is not None and fid not in found:
+            found.add(fid)
+            function = ctx.functions.get(fid)
+            fid = function.parent if function is not None else None
+    return found
+
+
+def _unbound_in(ctx: Context, name: str) -> dict[str, list[int]]:
+    """The functions that can raise UnboundLocalError for ``name``, with their bindings of it: they
+    bind it (which makes it local to them) and use it, and no binding at their body's level comes
+    before the first use (where one does, every path binds it first)."""
+    facts = ctx.facts
+    bindings: dict[str, list[int]] = {}
+    for sid, names in facts.defs.items():
+        if name in names:
+            bindings.setdefault(ctx.statements[sid].function, []).append(sid)
+    found: dict[str, list[int]] = {}
+    for fid, sids in bindings.items():
+        function = ctx.functions.get(fid)
+        if function is None or function.kind == "module":
+            continue
+        uses = [
+            ctx.statements[s].start_line
+            for s in function.statements
+            if name in facts.uses.get(s, ()) and s not in sids
+        ]
+        if not uses:
+            continue
+        first = min(uses)
+        if any(ctx.statements[s].parent is None and ctx.statements[s].start_line < first for s in sids):
+            continue
+        found[fid] = sorted(sids)
+    return found
+
+
+# a binding of a plain starting value (``x = []``, ``x = None``, ``x = 0``): a function's initializations
+_INITIAL = re.compile(
+    r"^\s*([A-Za-z_]\w*)\s*(?::[^=]+)?=\s*(?:\[\]|\{\}|\(\)|None|False|True|0|''|\"\"|(?:set|dict|list)\(\))\s*(?:#.*)?$"
+)
+
+
+def _unbound_local(
+    ctx: Context, name: str, functions: dict[str, list[int]], headline: str, scores: Scores
+) -> None:
+    """UnboundLocalError: in each function that can raise it, the bindings (on some paths only),
+    the clauses they sit in, nearest first (a use after one finds the name unbound when it did not
+    bind), and where the function binds the starting values of kindred names (``aws_vms = []``
+    for ``azure_vms``): the fix binds this one there, on every path."""
+    for fid, sids in functions.items():
+        function = ctx.functions[fid]
+        outer: set[int] = set()
+        for sid in sids:
+            put(scores, sid, Signal(0.9, f"binds `{name}` on some paths to its use only", headline))
+            parent, value = ctx.statements[sid].parent, 0.9
+            while parent is not None:  # the clauses it sits in, out to the body's level, nearest first
+                detail = f"binds `{name}` only inside this statement: a use after it can find it unbound"
+                put(scores, parent, Signal(value, detail, headline))
+                outer.add(parent)
+                parent, value = ctx.statements[parent].parent, max(value - 0.1, 0.5)
+        first = min(outer | set(sids), key=lambda s: ctx.statements[s].start_line)
+        line, words = ctx.statements[first].start_line, _name_words(name)
+        for sid in function.top_level:
+            bound = _INITIAL.match(ctx.facts.text.get(sid, ""))
+            if ctx.statements[sid].start_line < line and bound and words & _name_words(bound.group(1)):
+                detail = (
+                    f"starts `{bound.group(1)}`, kin to `{name}`: bound here too, it would be on every path"
+                )
+                put(scores, sid, Signal(INITIALIZE, detail, headline))
+
+
+def _name_words(name: str) -> set[str]:
+    """The words of an identifier (``azure_vms`` -> azure, vms; ``newPkg`` -> new, pkg)."""
+    return {w.lower() for w in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+", name) if len(w) > 1}
 
 
 def _arguments(ctx: Context, error: PythonError, headline: str, scores: Scores) -> None:
