@@ -44,6 +44,7 @@ from app.analysis.model import Function, Statement, StmtKind
 from app.localize.channels import Context, Scores, Signal, put
 from app.localize.channels.calls import CallShape, Signature, call_shapes, misfits, passes, signature
 from app.localize.channels.dataflow import INITIALIZERS, definitions, earlier_conditions, guards
+from app.localize.channels.lexical import code_tokens
 
 CONDITIONAL = frozenset(
     {StmtKind.IF, StmtKind.ELIF, StmtKind.ELSE, StmtKind.EXCEPT, StmtKind.FOR, StmtKind.WHILE}
@@ -522,19 +523,14 @@ def _unbound_local(
                 outer.add(parent)
                 parent, value = ctx.statements[parent].parent, max(value - 0.1, 0.5)
         first = min(outer | set(sids), key=lambda s: ctx.statements[s].start_line)
-        line, words = ctx.statements[first].start_line, _name_words(name)
+        line, words = ctx.statements[first].start_line, set(code_tokens(name))
         for sid in function.top_level:
             bound = _INITIAL.match(ctx.facts.text.get(sid, ""))
-            if ctx.statements[sid].start_line < line and bound and words & _name_words(bound.group(1)):
+            if ctx.statements[sid].start_line < line and bound and words & set(code_tokens(bound.group(1))):
                 detail = (
                     f"starts `{bound.group(1)}`, kin to `{name}`: bound here too, it would be on every path"
                 )
                 put(scores, sid, Signal(INITIALIZE, detail, headline))
-
-
-def _name_words(name: str) -> set[str]:
-    """The words of an identifier (``azure_vms`` -> azure, vms; ``newPkg`` -> new, pkg)."""
-    return {w.lower() for w in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+", name) if len(w) > 1}
 
 
 def _arguments(ctx: Context, error: PythonError, headline: str, scores: Scores) -> None:
