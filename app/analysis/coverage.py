@@ -48,9 +48,26 @@ def call_level(callee: str) -> str | None:
     return _CALL_LEVEL.get(callee.rsplit(".", 1)[-1].lower())
 
 
-def log_coverage(statements: Sequence[LogStatement], match: MatchResult, log: ParsedLog) -> Coverage:
-    static = [s for s in statements if s.is_static and s.sid is not None]
-    unmatched = {s.sid for s in static if s.sid in match.nexe}
+StaticLevels = tuple[tuple[int, int | None], ...]  # (sid, rank of its call's level or None)
+
+
+def static_levels(statements: Sequence[LogStatement]) -> StaticLevels:
+    """The static log statements that have a statement, each with the rank of the level its call
+    writes at: what ``log_coverage`` reads of them, the same for every log of the same scripts."""
+    return tuple(
+        (s.sid, None if (lvl := call_level(s.callee)) is None else LEVEL_RANK[lvl])
+        for s in statements
+        if s.is_static and s.sid is not None
+    )
+
+
+def log_coverage(
+    statements: Sequence[LogStatement], match: MatchResult, log: ParsedLog, levels: StaticLevels | None = None
+) -> Coverage:
+    """The statements whose missing message proves nothing in this log; ``levels``: the
+    statements' ``static_levels``, when the caller keeps them per parse."""
+    static = static_levels(statements) if levels is None else levels
+    unmatched = {sid for sid, _ in static if sid in match.nexe}
     if not unmatched:
         return Coverage(frozenset(), ())
     log_matched = match.exe - match.error_sids
@@ -68,11 +85,7 @@ def log_coverage(statements: Sequence[LogStatement], match: MatchResult, log: Pa
     if len(levelled) < max(3, len(log.messages) // 2):
         return Coverage(frozenset(), ())
     lowest = min(map(LEVEL_RANK.get, map(str.upper, set(levelled)), repeat(20)))  # a few distinct levels
-    silent = {
-        s.sid
-        for s in static
-        if s.sid in unmatched and (lvl := call_level(s.callee)) is not None and LEVEL_RANK[lvl] < lowest
-    }
+    silent = {sid for sid, rank in static if sid in unmatched and rank is not None and rank < lowest}
     if not silent:
         return Coverage(frozenset(), ())
     name = min((k for k, v in LEVEL_RANK.items() if v == lowest), key=len)

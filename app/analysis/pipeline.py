@@ -11,7 +11,7 @@ import threading
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 
-from app.analysis.coverage import log_coverage
+from app.analysis.coverage import StaticLevels, log_coverage, static_levels
 from app.analysis.echo import echo_frames, echo_table, find_echoes
 from app.analysis.estimate import EstimateOptions, estimate
 from app.analysis.lifecycle import lifecycle
@@ -54,6 +54,11 @@ def analyze(
 def _matcher(parse: ParsedScripts) -> Matcher:
     """The static log statements' matcher, built once per parse of the scripts."""
     return Matcher([s for s in parse.log_statements if s.is_static])
+
+
+def _static_levels(parse: ParsedScripts) -> StaticLevels:
+    """The static log statements' levels, once per parse: each failure's coverage and lifecycle read them."""
+    return static_levels(parse.log_statements)
 
 
 _gc_lock = threading.Lock()
@@ -129,7 +134,8 @@ def _analyze(
     match = parse.kept(_matcher).match(parsed.messages, error_sids)
 
     graphs, blocks, sites = parse.graphs, parse.blocks, parse.sites
-    coverage = log_coverage(log_statements, match, parsed)
+    levels = parse.kept(_static_levels)
+    coverage = log_coverage(log_statements, match, parsed, levels)
     selection = select_tests(
         program,
         log,
@@ -145,7 +151,7 @@ def _analyze(
         index,
         match,
         frames,
-        (s.sid for s in log_statements if s.is_static and s.sid is not None),
+        (sid for sid, _ in levels),
         sites,
         (f.fid for f in program.functions if f.kind == "function" and is_test_function(f.name)),
     )

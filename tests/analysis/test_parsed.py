@@ -250,3 +250,62 @@ def test_grouped_puts_equal_keys_together_in_order_of_first_sight(keys: list[str
     for key in seen:  # within a group, the items' own order
         positions = [i for i in order if keys[i] == key]
         assert positions == sorted(positions)
+
+
+QUOTED_SCRIPT = """\
+import logging
+
+log = logging.getLogger(__name__)
+
+
+def read_speed(dut, port):
+    log.debug("reading %s", port)
+    return dut.speed(port)
+
+
+def test_speed(dut):
+    log.info("checking speeds")
+    port = dut.ports[0]
+    if dut.fast:
+        limit = 100
+    speed = read_speed(dut, port)
+    log.info("speed %s", speed)
+    assert speed == limit, f"speed {speed} below limit"
+"""
+
+
+def _speed_log(error: str) -> str:
+    return (
+        "INFO checking speeds\n"
+        "INFO speed 10\n"
+        "Traceback (most recent call last):\n"
+        '  File "test_speed.py", line 18, in test_speed\n'
+        '    assert speed == limit, f"speed {speed} below limit"\n'
+        f"{error}\n"
+    )
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_failures_of_one_parse_get_the_answers_of_fresh_parses_whatever_their_messages_quote(
+    reverse: bool,
+) -> None:
+    """The per-parse memos of the channels (the def-use walks, whose guards count a hop less when
+    the message quotes the guarded name; the literal pieces; the blocks) and of the analysis (the
+    log statements' levels) give each failure of the same scripts the answer a fresh parse gives,
+    in either order."""
+    scripts = [Script("test_speed.py", QUOTED_SCRIPT)]
+    logs = [
+        _speed_log("AssertionError: speed 10 below limit"),
+        _speed_log("UnboundLocalError: cannot access local variable 'limit'"),
+        _speed_log("AssertionError: speed 10 below limit"),
+    ]
+    parses = ParseCache()
+    for log in reversed(logs) if reverse else logs:
+        shared = analyze(scripts, log, parses=parses)
+        fresh = analyze(scripts, log)
+        assert shared.parsed is not None and fresh.parsed is not shared.parsed
+        assert shared == fresh
+        assert _ranking(shared) == _ranking(fresh)
+        lines = rank_heuristic(shared, render(shared, "tplus", "line"), 8)
+        assert lines == rank_heuristic(fresh, render(fresh, "tplus", "line"), 8)
+    assert (parses.misses, parses.hits) == (1, 2)

@@ -202,10 +202,42 @@ def class_attributes(ctx: Context, name: str) -> list[int]:
 
 
 def walk(ctx: Context, start: int, names: Iterable[str], credit: Credit, quoted: frozenset[str]) -> None:
-    """Follow ``names`` read at ``start`` back to their definitions, breadth first."""
-    queue: deque[tuple[str, int, int]] = deque((name, start, 0) for name in sorted(names))
+    """Follow ``names`` read at ``start`` back to their definitions, breadth first.
+
+    The credits a walk gives depend on the scripts and on which of the names it visits the message
+    quotes, so they are kept per parse (``Context.walk_memo``): each failure of the same scripts
+    that walks from the same statement replays them instead of walking again."""
+    order = tuple(sorted(names))
+    memo = ctx.walk_memo
+    key = ("walk", start, order)
+    known = cast("tuple[frozenset[str], dict[frozenset[str], Steps]] | None", memo.get(key))
+    if known is None:
+        steps, visited = _walk_steps(ctx, start, order, quoted)
+        known = memo[key] = (visited, {quoted & visited: steps})
+    visited, by_quoted = known
+    relevant = quoted & visited
+    steps = by_quoted.get(relevant)
+    if steps is None:
+        steps = by_quoted[relevant] = _walk_steps(ctx, start, order, quoted)[0]
+    for sid, hops, detail, factor in steps:
+        credit(sid, hops, detail, factor)
+
+
+Steps = tuple[tuple[int, int, str, float], ...]  # (sid, hops, detail, factor), in the walk's order
+
+
+def _walk_steps(
+    ctx: Context, start: int, names: tuple[str, ...], quoted: frozenset[str]
+) -> tuple[Steps, frozenset[str]]:
+    """The credits of ``walk``, in order, less each credit that an earlier one for the same
+    statement dominates (as few hops or fewer, a factor as large or larger): no credit function
+    lets such a one change a score, as the value falls with hops and rises with the factor. Also
+    the names visited, as the message would quote them: those decide a guard's hops."""
+    queue: deque[tuple[str, int, int]] = deque((name, start, 0) for name in names)
     seen: set[tuple[str, int]] = set()
     memo = ctx.walk_memo
+    steps: list[tuple[int, int, str, float]] = []
+    best: dict[int, list[tuple[int, float]]] = {}  # sid -> its undominated (hops, factor) so far
     while queue and len(seen) < MAX_VISITS:
         name, use_sid, hops = queue.popleft()
         if (name, use_sid) in seen or hops >= MAX_HOPS:
@@ -217,8 +249,21 @@ def walk(ctx: Context, start: int, names: Iterable[str], credit: Credit, quoted:
             found = memo[key] = _visit(ctx, name, use_sid, key[3], key[4])
         credits, following = found
         for sid, more, detail, factor in credits:
-            credit(sid, hops + more, detail, factor)
+            total = hops + more
+            kept = best.get(sid)
+            if kept is None:
+                best[sid] = [(total, factor)]
+            else:
+                for h, f in kept:
+                    if h <= total and f >= factor:
+                        break
+                else:
+                    kept.append((total, factor))
+                    steps.append((sid, total, detail, factor))
+                continue
+            steps.append((sid, total, detail, factor))
         queue.extend((used, sid, hops + 1) for used, sid in following)
+    return tuple(steps), frozenset(name.removeprefix("attr:") for name, _ in seen)
 
 
 Visit = tuple[tuple[tuple[int, int, str, float], ...], tuple[tuple[str, int], ...]]

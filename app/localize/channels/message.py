@@ -12,11 +12,13 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from app.analysis.model import Loc
+from app.analysis.model import Block, Loc
 from app.localize.channels import Context, Scores, Signal, put
 from app.localize.channels.facts import Facts, build_facts
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from app.analysis.parsed import ParsedScripts
 
 HEADLINE_SLOPE = 0.5  # a literal found at the end of the error message counts half as much as at its start
@@ -40,24 +42,25 @@ def message_scores(ctx: Context) -> Scores:
         return scores
     logged = logging_sids(ctx)
     headline = ctx.message.strip().splitlines()[0][:200] if ctx.message.strip() else None
-    for sid, pieces in _message_facts(ctx)[0].items():
-        for piece, spaced in pieces:
-            at = text.find(spaced)
-            if at < 0:
-                continue
-            value = (1.0 - HEADLINE_SLOPE * at / len(text)) * (LOGGED_LITERAL if sid in logged else 1.0)
-            shown = piece if len(piece) <= 40 else piece[:37] + "..."
-            what = "its log text" if sid in logged else "its text"
-            put(scores, sid, Signal(value, f"{what} {shown!r} is in the error message", headline))
+    find = text.find
+    for sid, piece, spaced in _message_facts(ctx)[0]:
+        at = find(spaced)
+        if at < 0:  # most pieces: the loop is over every literal of the scripts
+            continue
+        value = (1.0 - HEADLINE_SLOPE * at / len(text)) * (LOGGED_LITERAL if sid in logged else 1.0)
+        shown = piece if len(piece) <= 40 else piece[:37] + "..."
+        what = "its log text" if sid in logged else "its text"
+        put(scores, sid, Signal(value, f"{what} {shown!r} is in the error message", headline))
     return scores
 
 
-MessageFacts = tuple[dict[int, tuple[tuple[str, str], ...]], frozenset[int]]
+MessageFacts = tuple[tuple[tuple[int, str, str], ...], frozenset[int]]
 
 
 def _message_facts(ctx: Context) -> MessageFacts:
-    """Each statement's literal pieces with their runs of white space made one space, and the
-    statements calling a context function: script-only, so once per parse, not per failure."""
+    """Each literal piece as (statement, piece, the piece with its runs of white space made one
+    space), in statement order, and the statements calling a context function: script-only, so
+    once per parse, not per failure; flat, as each failure scans every piece."""
     return ctx.per_parse(_parse_message_facts, lambda: _facts_of(ctx.facts))
 
 
@@ -66,10 +69,9 @@ def _parse_message_facts(parsed: ParsedScripts) -> MessageFacts:
 
 
 def _facts_of(facts: Facts) -> MessageFacts:
-    spaced = {
-        sid: tuple((piece, _SPACES.sub(" ", piece)) for piece in pieces)
-        for sid, pieces in facts.literals.items()
-    }
+    spaced = tuple(
+        (sid, piece, _SPACES.sub(" ", piece)) for sid, pieces in facts.literals.items() for piece in pieces
+    )
     context = frozenset(
         sid for sid, calls in facts.calls.items() if any(c.callee in CONTEXT_CALLS for c in calls)
     )
@@ -86,7 +88,7 @@ def proximity_scores(
     that matched exactly one statement): code after it in its function is suspected.
     """
     statements = ctx.statements
-    block_of = {} if by_statement else {sid: b.bid for b in ctx.analysis.blocks for sid in b.sids}
+    block_of = {} if by_statement else ctx.per_parse(_parse_block_of, lambda: _block_of(ctx.analysis.blocks))
     frame_functions = {statements[sid].function for sid in frames}
     scores: Scores = {}
 
@@ -128,6 +130,15 @@ def proximity_scores(
     if innermost is None and anchor is not None:
         spread(anchor, 1.0, forward=True)
     return scores
+
+
+def _block_of(blocks: Sequence[Block]) -> dict[int, int]:
+    """Each statement's block id."""
+    return {sid: b.bid for b in blocks for sid in b.sids}
+
+
+def _parse_block_of(parsed: ParsedScripts) -> dict[int, int]:
+    return _block_of(parsed.blocks)  # an analysis sharing the parse has the parse's blocks
 
 
 def last_logged(ctx: Context) -> int | None:
