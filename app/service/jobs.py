@@ -18,7 +18,6 @@ from typing import Any
 from app.service.metrics import Metrics
 from app.service.pool import JOB_CLOCK, JobClock, PoolUnavailable
 from app.service.writer import TriageWriter
-from app.store.rows import EncodedResult
 from app.store.store import Claim, Store, StoredTriage, Submission
 
 log = logging.getLogger(__name__)
@@ -187,7 +186,7 @@ class SyncLeases:
 
 async def triage_now(
     store: Store,
-    runner: Callable[[Submission], Awaitable[dict[str, Any] | EncodedResult]],
+    runner: Callable[[Submission], Awaitable[dict[str, Any]]],
     leases: SyncLeases | None,
     case: Submission,
     writer: TriageWriter | None = None,

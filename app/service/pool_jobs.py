@@ -6,7 +6,6 @@ Imported once by the pool's fork server, so a fresh worker starts with the analy
 from __future__ import annotations
 
 import gc
-import json
 import multiprocessing
 import time
 from dataclasses import dataclass, field, replace
@@ -23,9 +22,7 @@ from app.options import TriageOptions
 from app.rankers import choose
 from app.rankers.base import RankRequest
 from app.rankers.heuristic import HeuristicRanker
-from app.service.metrics import OBSERVED
-from app.service.views import served_data
-from app.store.rows import EncodedResult, Submission, handed, index_values, split_handed
+from app.store.rows import Submission, handed
 from app.triage import finish, prepare, rank, with_history
 
 # This worker's parses of recently seen scripts: the service sees the same test files again and
@@ -61,12 +58,9 @@ class TriageJob:
     test: str | None = None  # the failing test's key in the CI history, when the caller named one
     history: tuple[Any, ...] = field(default=(), repr=False)  # its recorded runs (HistoryRun), oldest first
     note: str | None = None  # why no runs were read, when a test was named
-    encoded: bool = False  # a finished result comes back encoded (``EncodedResult``), not as a dict
 
 
-def triage(
-    job: TriageJob,
-) -> tuple[dict[str, Any] | EncodedResult | RankRequest, snapshot.PackedSnapshot | None]:
+def triage(job: TriageJob) -> tuple[dict[str, Any] | RankRequest, snapshot.PackedSnapshot | None]:
     """Everything of one triage that needs no model (``app.triage``'s one path).
 
     Returns the finished result as the store keeps it (``stored_data``) when no model will be
@@ -94,8 +88,7 @@ def triage(
             # the failure's id computed here, for the store: in the server process it costs the
             # one process every request crosses
             case = Submission(job.scripts, job.log, {})
-            data = handed(stored_data(done), case, packed, job.options.log_format)
-            return (encoded(data, packed) if job.encoded else data), packed
+            return handed(stored_data(done), case, packed, job.options.log_format), packed
         picks = HeuristicRanker.picks(request, 2 * request.options.k)  # enough to fill in after k
         analysis = replace(request.analysis, trees=(), parsed=None)  # parse trees do not cross processes
         return replace(request, analysis=analysis, heuristic=(request.rendered, picks)), packed
@@ -114,19 +107,6 @@ def facts(records: tuple[RunRecord, ...], limits: CostLimits | None) -> list[Run
     finally:
         if worker:
             gc.collect()
-
-
-def encoded(data: dict[str, Any], packed: snapshot.PackedSnapshot | None) -> EncodedResult:
-    """A finished result's data (with the failure's id handed beside) encoded for the server
-    process: the stored row's JSON, the API's answer, the list columns, what metrics read."""
-    rest, _, signature = split_handed(data)
-    return EncodedResult(
-        json.dumps(rest),
-        served_data(rest),
-        index_values(rest, signature),
-        {key: rest.get(key) for key in OBSERVED},
-        signature=signature,
-    )
 
 
 def stored_data(result: TriageResult) -> dict[str, Any]:

@@ -27,7 +27,6 @@ from app.service.metrics import Metrics
 from app.service.pool import LARGE_LOG_BYTES, LARGE_SCRIPT_LINES, AnalysisPool, AnalysisRejected
 from app.service.pool_jobs import TriageJob, stored_data
 from app.service.pool_jobs import triage as triage_job
-from app.store.rows import EncodedResult
 from app.store.snapshots import SNAPSHOT_KEY
 from app.store.store import Submission
 from app.triage import history_skipped, rank
@@ -55,13 +54,9 @@ class Runner:
         self.limits = limits
         self.history = history
 
-    async def __call__(
-        self, case: Submission, *, snapshot: bool = True, encoded: bool = False
-    ) -> dict[str, Any] | EncodedResult:
+    async def __call__(self, case: Submission, *, snapshot: bool = True) -> dict[str, Any]:
         """The result's data as stored (with the packed snapshot under ``SNAPSHOT_KEY`` when asked);
-        ``ValueError`` for a case over the cost limits or with bad options. With ``encoded``, a
-        result the analysis finished comes encoded (``EncodedResult``, the snapshot in it): for a
-        caller that stores it through the writer and answers with it, nothing else."""
+        ``ValueError`` for a case over the cost limits or with bad options."""
         options = triage_options(case.options)
         if case.test is None and case.options.get(TEST_KEY) is not None:
             case = replace(case, test=case.options[TEST_KEY])
@@ -76,7 +71,6 @@ class Runner:
             test=case.test,
             history=tuple(runs),
             note=note,
-            encoded=encoded,
         )
         started = time.perf_counter()
         if self.pool is None:
@@ -85,9 +79,6 @@ class Runner:
             lines = sum(s.content.count("\n") for s in case.scripts)
             large = lines > LARGE_SCRIPT_LINES or len(case.log) > LARGE_LOG_BYTES
             done, packed = await self.pool.run("triage", job, large=large)
-        if isinstance(done, EncodedResult):  # finished in the worker, encoded
-            self.metrics.observe_result(done.observed, model_configured=self.client is not None)
-            return replace(done, snapshot=packed)
         if isinstance(done, RankRequest):  # the model ranks, here
             data = stored_data(await rank(done, client=self.client, started=started, note=note))
         else:  # finished in the worker, as stored

@@ -24,15 +24,14 @@ from typing import Any
 
 from sqlalchemy.exc import OperationalError
 
-from app.store.record import EncodedResult, StoredTriage, Submission
+from app.store.record import StoredTriage, Submission
 from app.store.store import Store, StoreUnavailable
 
 log = logging.getLogger(__name__)
 
 MAX_BATCH = 64
 
-_Data = dict[str, Any] | EncodedResult
-_Item = tuple[Submission, _Data, asyncio.Future[StoredTriage], asyncio.AbstractEventLoop]
+_Item = tuple[Submission, dict[str, Any], asyncio.Future[StoredTriage], asyncio.AbstractEventLoop]
 
 
 class TriageWriter:
@@ -48,7 +47,7 @@ class TriageWriter:
         self.batches = 0  # transactions tried (for /metrics and tests)
         self.written = 0  # triages stored
 
-    async def record(self, case: Submission, data: _Data) -> StoredTriage:
+    async def record(self, case: Submission, data: dict[str, Any]) -> StoredTriage:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[StoredTriage] = loop.create_future()
         with self._lock:

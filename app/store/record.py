@@ -18,7 +18,6 @@ from app.store import tables
 from app.store.rows import (  # noqa: F401  (re-exported: the store's row values)
     ERROR_TEXT_CHARS,
     SNAPSHOT_KEY,
-    EncodedResult,
     StoredTriage,
     Submission,
     aware,
@@ -81,7 +80,7 @@ def record_triage(conn: Connection, case: Submission, data: dict[str, Any]) -> S
 
 def record_triages(
     conn: Connection,
-    items: Sequence[tuple[Submission, dict[str, Any] | EncodedResult]],
+    items: Sequence[tuple[Submission, dict[str, Any]]],
     signatures: Sequence[str | None] | None = None,
 ) -> list[StoredTriage]:
     """Finished triages, each stored as ``record_triage`` stores one, with one statement per

@@ -62,49 +62,12 @@ class StoredTriage:
     created_at: datetime | None
     options: dict[str, Any]
     error: str | None
-    # None until done, and in list pages (not read there); encoded as a worker sent it, when so
-    result: dict[str, Any] | EncodedResult | None = None
+    result: dict[str, Any] | None = None  # None until done, and in list pages (not read there)
 
     @property
     def summary_index(self) -> dict[str, Any]:
         """The options a list row shows (level, k, trace, ranker)."""
         return {key: self.options.get(key) for key in ("level", "k", "trace", "ranker")}
-
-
-@dataclass(frozen=True)
-class EncodedResult:
-    """A finished result encoded where it was computed (an analysis worker), with what the server
-    process needs of it beside: the service's writer stores ``text`` as the ``results`` row's
-    JSON and ``index`` as the snapshot row's columns, and ``POST /v1/triage`` answers with
-    ``served``. Handed over as a nested dict, the result cost the one process every request
-    crosses its unpickling, then two encodings (the row's, the answer's).
-    """
-
-    text: str  # ``json.dumps`` of the result's data: the ``results`` row, as every write path stores it
-    served: bytes  # the data as the API serves it (``app.service.views``), without id, status, test, time
-    index: dict[str, Any]  # ``index_values`` of the data and the failure's id
-    observed: dict[str, Any]  # what ``Metrics.observe_result`` reads of the data
-    snapshot: Any = None  # the packed snapshot, when one was built
-    signature: str | None = None  # the failure's id
-
-    def data(self) -> dict[str, Any]:
-        """The result's data, as stored."""
-        data: dict[str, Any] = json.loads(self.text)
-        return data
-
-    def handed(self) -> dict[str, Any]:
-        """The result's data as a runner hands it to the store (snapshot and id beside, when any)."""
-        data = self.data()
-        if self.snapshot is not None:
-            data[SNAPSHOT_KEY] = self.snapshot
-        if self.signature is not None:
-            data[SIGNATURE_KEY] = self.signature
-        return data
-
-
-def as_data(data: dict[str, Any] | EncodedResult) -> dict[str, Any]:
-    """A result handed to the store as the dict a runner hands: decoded when it came encoded."""
-    return data.handed() if isinstance(data, EncodedResult) else data
 
 
 def aware(value: datetime | None) -> datetime | None:
@@ -131,18 +94,16 @@ def sha256_text(value: str) -> str:
     return hashlib.sha256(value.encode("utf-8")).hexdigest()
 
 
-def split_snapshot(data: dict[str, Any] | EncodedResult) -> tuple[dict[str, Any], Any]:
+def split_snapshot(data: dict[str, Any]) -> tuple[dict[str, Any], Any]:
     """A runner hands the analysis snapshot beside the result's data; it is stored in its own tables
-    (what else was handed beside is left out: the store derives it again). Decoded, when encoded."""
-    rest, snapshot, _ = split_handed(as_data(data))
+    (what else was handed beside is left out: the store derives it again)."""
+    rest, snapshot, _ = split_handed(data)
     return rest, snapshot
 
 
-def split_handed(data: dict[str, Any] | EncodedResult) -> tuple[Any, Any, str | None]:
+def split_handed(data: dict[str, Any]) -> tuple[dict[str, Any], Any, str | None]:
     """The result's data; and what was handed beside it, each None when not: the snapshot and the
-    failure's id. An encoded result stays encoded (``EncodedResult``)."""
-    if isinstance(data, EncodedResult):
-        return data, data.snapshot, data.signature
+    failure's id."""
     if not any(key in data for key in _HANDED):
         return data, None, None
     rest = dict(data)
@@ -219,16 +180,13 @@ def script_row(content: str, digest: str) -> dict[str, Any]:
     }
 
 
-def result_row(request_id: int, data: dict[str, Any] | EncodedResult, now: datetime) -> dict[str, Any]:
+def result_row(request_id: int, data: dict[str, Any], now: datetime) -> dict[str, Any]:
     """A ``results`` row of a synchronous triage (no batch item)."""
     return {"request_id": request_id, "data": data, "created_at": now}
 
 
 def snapshot_rows(
-    request_id: int,
-    snapshot: Snapshot | PackedSnapshot | None,
-    data: Mapping[str, Any] | EncodedResult,
-    signature: str,
+    request_id: int, snapshot: Snapshot | PackedSnapshot | None, data: Mapping[str, Any], signature: str
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The ``analysis_snapshots`` row and the ``log_chunks`` rows of a triage."""
     packed = snapshot.packed() if isinstance(snapshot, Snapshot) else snapshot
@@ -238,7 +196,7 @@ def snapshot_rows(
         "summary_z": packed.summary_z if packed is not None else None,
         "log_lines": packed.log_lines if packed is not None else 0,
         "created_at": utcnow(),
-        **(data.index if isinstance(data, EncodedResult) else index_values(data, signature)),
+        **index_values(data, signature),
     }
     chunks = [
         {
@@ -255,7 +213,7 @@ def snapshot_rows(
 
 
 def triage_rows(
-    split: Sequence[tuple[Submission, dict[str, Any] | EncodedResult, Any]],
+    split: Sequence[tuple[Submission, dict[str, Any], Any]],
     request_ids: Sequence[int],
     signatures: Sequence[str | None] | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
@@ -283,9 +241,7 @@ def handed(data: dict[str, Any], case: Submission, snapshot: Any, log_format: st
     return {**data, SIGNATURE_KEY: failure_id({"log_format": log_format}, summary_of(snapshot), lambda: case)}
 
 
-def stored(
-    case: Submission, request_id: int, now: datetime, data: dict[str, Any] | EncodedResult
-) -> StoredTriage:
+def stored(case: Submission, request_id: int, now: datetime, data: dict[str, Any]) -> StoredTriage:
     """What a finished triage's write answers."""
     return StoredTriage(
         id=request_id,

@@ -26,7 +26,6 @@ from typing import Any
 from urllib.parse import quote
 
 from app.store.rows import (
-    EncodedResult,
     StoredTriage,
     Submission,
     link_rows,
@@ -218,14 +217,9 @@ def sqlite_time(value: datetime) -> str:
     )
 
 
-def _json(value: Any) -> str:
-    """A JSON column's text; a result encoded by an analysis worker is stored as it was encoded."""
-    return value.text if isinstance(value, EncodedResult) else json.dumps(value)
-
-
 def _converter(table: str, column: str) -> Any:
     if (table, column) in JSON_COLUMNS:
-        return _json
+        return json.dumps
     return sqlite_time if column in TIME_COLUMNS else None
 
 
@@ -268,11 +262,10 @@ def scripts_ids(db: sqlite3.Connection, contents: Sequence[str]) -> dict[str, in
 
 
 def write_triages(
-    db: sqlite3.Connection, items: Sequence[tuple[Submission, dict[str, Any] | EncodedResult]]
+    db: sqlite3.Connection, items: Sequence[tuple[Submission, dict[str, Any]]]
 ) -> list[StoredTriage]:
     """Finished triages, as ``app.store.record.record_triages`` stores them, inside the caller's
-    transaction on ``db`` (a connection to the store's SQLite file); a result may come encoded
-    (``EncodedResult``: the same rows)."""
+    transaction on ``db`` (a connection to the store's SQLite file)."""
     if not items:
         return []
     handed = [split_handed(data) for _, data in items]  # the failure's id, when a worker computed it

@@ -42,7 +42,6 @@ from app.store.record import StoredTriage, Submission, sha256_text  # noqa: F401
 from app.store.record import aware as _aware
 from app.store.record import pack as _pack  # noqa: F401  (history_store's)
 from app.store.record import plain as _plain
-from app.store.rows import EncodedResult
 from app.store.tables import utcnow
 
 STATUSES = ("queued", "running", "done", "failed")
@@ -309,7 +308,7 @@ class Store:
         with self._tx() as session:
             return self._add_request(session, case, status)
 
-    def record_triage(self, case: Submission, data: dict[str, Any] | EncodedResult) -> StoredTriage:
+    def record_triage(self, case: Submission, data: dict[str, Any]) -> StoredTriage:
         """Store a finished synchronous triage (request, result, snapshot) in one transaction.
 
         A fast ``POST /v1/triage`` writes once, after the analysis: one commit, not one to mark
@@ -317,9 +316,7 @@ class Store:
         """
         return self.record_triages([(case, data)])[0]
 
-    def record_triages(
-        self, items: Sequence[tuple[Submission, dict[str, Any] | EncodedResult]]
-    ) -> list[StoredTriage]:
+    def record_triages(self, items: Sequence[tuple[Submission, dict[str, Any]]]) -> list[StoredTriage]:
         """Finished synchronous triages, all in one transaction (``app.service.writer``); a database
         error is ``StoreUnavailable``, and ``health`` hears of it."""
         outer = getattr(self._ambient, "session", None)
@@ -332,9 +329,7 @@ class Store:
         with self._writing(), self.engine.begin() as conn:
             return record.record_triages(conn, items)
 
-    def _record_sqlite(
-        self, items: Sequence[tuple[Submission, dict[str, Any] | EncodedResult]]
-    ) -> list[StoredTriage]:
+    def _record_sqlite(self, items: Sequence[tuple[Submission, dict[str, Any]]]) -> list[StoredTriage]:
         """``record_triages`` on SQLite: the same rows, written on a pooled connection with the
         ``sqlite3`` module (``app.store.sqlite_plain``); SQLAlchemy's execution layer cost the
         service's writer more than the write itself. Its errors are raised as SQLAlchemy's."""
@@ -353,7 +348,7 @@ class Store:
         with self._tx() as session:
             return self._add_request(session, case, "failed", error=_plain(error))
 
-    def save_result(self, request_id: int, data: dict[str, Any] | EncodedResult) -> StoredTriage:
+    def save_result(self, request_id: int, data: dict[str, Any]) -> StoredTriage:
         """Store a slow triage's result and snapshot into its running request, and mark it done."""
         data, snapshot = record.split_snapshot(data)
         with self._tx() as session:

@@ -375,11 +375,7 @@ def test_a_triage_queued_behind_a_busy_worker_is_still_written_once(store: Store
     assert stored.status == "done" and store.get_triage(stored.id) == stored  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize("encoded", [False, True], ids=["dict", "encoded"])
-def test_a_triage_whose_analysis_outlasts_the_threshold_is_written_running_first(
-    store: Store, encoded: bool
-) -> None:
-    """Its result, as a dict or encoded (``POST /v1/triage``'s), stored into the running row."""
+def test_a_triage_whose_analysis_outlasts_the_threshold_is_written_running_first(store: Store) -> None:
     from sqlalchemy import event
 
     from app.service.jobs import RUNNING_AFTER_S, triage_now
@@ -392,7 +388,7 @@ def test_a_triage_whose_analysis_outlasts_the_threshold_is_written_running_first
     async def slow(case: Submission) -> dict[str, object]:
         await asyncio.sleep(2 * RUNNING_AFTER_S)  # a model call, say
         seen.extend(t.status for t in store.list_triage(limit=5).items)
-        return await runner(case, encoded=encoded)  # type: ignore[return-value]
+        return await runner(case)
 
     commits: list[int] = []
     event.listen(store.engine, "commit", lambda _conn: commits.append(1))

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import re
 import sqlite3
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +14,7 @@ from app.analysis.model import Script
 from app.service.pool_jobs import TriageJob
 from app.service.pool_jobs import triage as triage_job
 from app.store import record, sqlite_plain, tables
-from app.store.rows import SIGNATURE_KEY, SNAPSHOT_KEY, EncodedResult, StoredTriage, Submission
+from app.store.rows import SIGNATURE_KEY, SNAPSHOT_KEY, StoredTriage, Submission
 from app.store.sqlite_plain import DatabaseMissing, SqliteFile
 from app.store.store import Store
 from tests.service.test_snapshots import OPTIONS, SCRIPTS, case, padded_log, triage_data
@@ -25,7 +23,7 @@ TIME = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{6}$")
 TABLES = ("scripts", "triage_requests", "request_scripts", "results", "analysis_snapshots", "log_chunks")
 
 
-def _items() -> list[tuple[Submission, dict[str, Any] | EncodedResult]]:
+def _items() -> list[tuple[Submission, dict[str, Any]]]:
     """Triages that cover the rows: a long log (several chunks), two scripts (one shared), no snapshot."""
     log = padded_log(300)
     two = Submission(
@@ -43,19 +41,15 @@ def _items() -> list[tuple[Submission, dict[str, Any] | EncodedResult]]:
     ]
 
 
-def _from_the_worker(log: str) -> list[tuple[Submission, dict[str, Any] | EncodedResult]]:
+def _from_the_worker(log: str) -> list[tuple[Submission, dict[str, Any]]]:
     """Triages as the analysis worker hands them (the failure's id beside the data,
-    ``rows.handed``), with and without a snapshot, as a dict and encoded (``EncodedResult``, as
-    ``POST /v1/triage`` asks): the Core path derives the id again (and decodes), the sqlite3
-    path writes the one it was handed (the encoded text as it is)."""
-    made: list[tuple[Submission, dict[str, Any] | EncodedResult]] = []
+    ``rows.handed``), with and without a snapshot: the Core path derives the id again, the
+    sqlite3 path writes the one it was handed."""
+    made = []
     for with_snapshot in (True, False):
         done, packed = triage_job(TriageJob(SCRIPTS, log, OPTIONS, snapshot=with_snapshot))
-        assert isinstance(done, dict) and SIGNATURE_KEY in done
+        assert SIGNATURE_KEY in done
         made.append((case(log), {**done, SNAPSHOT_KEY: packed} if packed is not None else done))
-        encoded, packed = triage_job(TriageJob(SCRIPTS, log, OPTIONS, snapshot=with_snapshot, encoded=True))
-        assert isinstance(encoded, EncodedResult) and encoded.signature == done[SIGNATURE_KEY]
-        made.append((case(log), replace(encoded, snapshot=packed)))
     return made
 
 
@@ -89,7 +83,7 @@ def test_the_sqlite3_write_stores_the_rows_sqlalchemy_core_does(tmp_path: Path) 
     for how in ("core", "plain"):
         store = Store.open(f"sqlite:///{tmp_path / f'{how}.db'}")
         try:
-            copies = [(c, dict(d) if isinstance(d, dict) else d) for c, d in items]
+            copies = [(c, dict(d)) for c, d in items]
             if how == "core":
                 with store.engine.begin() as conn:
                     answers[how] = record.record_triages(conn, copies)
@@ -103,9 +97,6 @@ def test_the_sqlite3_write_stores_the_rows_sqlalchemy_core_does(tmp_path: Path) 
     for table in TABLES:
         assert plain[table] == core[table], table
     for ours, theirs in zip(answers["plain"], answers["core"], strict=True):
-        if isinstance(ours.result, EncodedResult):  # answered as it came: the stored row's text
-            assert json.loads(ours.result.text) == theirs.result
-            ours = replace(ours, result=theirs.result)
         assert ours == StoredTriage(**{**vars(theirs), "created_at": ours.created_at})
     for (ours, case_ours), (theirs, case_theirs) in zip(read["plain"], read["core"], strict=True):
         assert ours == StoredTriage(**{**vars(theirs), "created_at": ours.created_at})

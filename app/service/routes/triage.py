@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from functools import partial
 from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Path, Query, Request, Response
+from fastapi import APIRouter, HTTPException, Path, Query, Request
 
 from app.service.cases import InvalidInput, LimitExceeded, to_case
 from app.service.deps import Runtime, RuntimeDep
 from app.service.jobs import triage_now
 from app.service.pool import PoolUnavailable
 from app.service.schemas import Status, StoredTriage, TriagePage, TriageRequest
-from app.service.views import served_triage, triage_summary, triage_view
-from app.store.rows import StoredTriage as StoredRecord
+from app.service.views import triage_summary, triage_view
 
 log = logging.getLogger(__name__)
 router = APIRouter(prefix="/v1/triage", tags=["triage"])
@@ -31,23 +29,15 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 
 
 @router.post("", response_model=StoredTriage, responses=ERRORS)
-async def create_triage(body: TriageRequest, request: Request) -> Response:
+async def create_triage(body: TriageRequest, request: Request) -> dict[str, Any]:
     """Triage one failing test now; the result is stored and returned with its id."""
     # the runtime read here, not as a dependency: FastAPI solves each dependency of every request
-    # anew, and this route is the one that takes the load. The answer is encoded as
-    # ``response_model`` (kept for the schema) serves it, mostly by the analysis worker:
-    # validating and encoding the whole result here cost more than the rest of the route
-    stored = await triage_stored(body, request.app.state.runtime)
-    return Response(served_triage(stored), media_type="application/json")
+    # anew, and this route is the one that takes the load
+    return await triage_one(body, request.app.state.runtime)
 
 
 async def triage_one(body: TriageRequest, runtime: Runtime) -> dict[str, Any]:
-    """``POST /v1/triage``'s work, its answer as a dict (the dashboard's submit form runs it)."""
-    return triage_view(await triage_stored(body, runtime))
-
-
-async def triage_stored(body: TriageRequest, runtime: Runtime) -> StoredRecord:
-    """``POST /v1/triage``'s work: the triage stored, its result as the analysis worker encoded it."""
+    """``POST /v1/triage``'s work (the dashboard's submit form runs it too)."""
     try:
         case = to_case(body, runtime.settings)
     except LimitExceeded as exc:
@@ -55,9 +45,7 @@ async def triage_stored(body: TriageRequest, runtime: Runtime) -> StoredRecord:
     except InvalidInput as exc:
         raise HTTPException(422, str(exc)) from None
     try:
-        stored = await triage_now(
-            runtime.store, partial(runtime.runner, encoded=True), runtime.leases, case, runtime.writer
-        )
+        stored = await triage_now(runtime.store, runtime.runner, runtime.leases, case, runtime.writer)
     except ValueError as exc:  # AnalysisRejected too: a limit the input exceeded
         raise HTTPException(422, str(exc)) from None
     except PoolUnavailable as exc:
@@ -65,7 +53,7 @@ async def triage_stored(body: TriageRequest, runtime: Runtime) -> StoredRecord:
     except Exception:
         log.exception("triage failed")
         raise
-    return stored
+    return triage_view(stored)
 
 
 @router.get("/{triage_id}", response_model=StoredTriage, responses=ERRORS)
