@@ -73,15 +73,15 @@ def log_coverage(
     log_matched = match.exe - match.error_sids
     if not log_matched and not match.multi:
         return Coverage(
-            frozenset(unmatched),  # type: ignore[arg-type]
+            frozenset(unmatched),
             (
                 "no message in the log comes from the scripts' log statements (a trimmed log?): "
                 "missing messages are not taken as not executed",
             ),
         )
     messages = log.messages
-    levels = messages.levels() if isinstance(messages, LogMessages) else [m.level for m in messages]
-    levelled = [level for level in levels if level]  # the column: no message objects made
+    written = messages.levels() if isinstance(messages, LogMessages) else [m.level for m in messages]
+    levelled = [level for level in written if level]  # the column: no message objects made
     if len(levelled) < max(3, len(log.messages) // 2):
         return Coverage(frozenset(), ())
     lowest = min(map(LEVEL_RANK.get, map(str.upper, set(levelled)), repeat(20)))  # a few distinct levels
@@ -90,7 +90,7 @@ def log_coverage(
         return Coverage(frozenset(), ())
     name = min((k for k, v in LEVEL_RANK.items() if v == lowest), key=len)
     return Coverage(
-        frozenset(silent),  # type: ignore[arg-type]
+        frozenset(silent),
         (
             f"the log holds no message below {name}: {len(silent)} lower-level log statements are not "
             "taken as not executed",

@@ -252,16 +252,13 @@ def _walk_steps(
             total = hops + more
             kept = best.get(sid)
             if kept is None:
-                best[sid] = [(total, factor)]
+                kept = best[sid] = []
+            for h, f in kept:  # a plain loop: this runs for every credit of a first walk
+                if h <= total and f >= factor:
+                    break
             else:
-                for h, f in kept:
-                    if h <= total and f >= factor:
-                        break
-                else:
-                    kept.append((total, factor))
-                    steps.append((sid, total, detail, factor))
-                continue
-            steps.append((sid, total, detail, factor))
+                kept.append((total, factor))
+                steps.append((sid, total, detail, factor))
         queue.extend((used, sid, hops + 1) for used, sid in following)
     return tuple(steps), frozenset(name.removeprefix("attr:") for name, _ in seen)
 
