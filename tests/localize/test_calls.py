@@ -9,10 +9,12 @@ from __future__ import annotations
 import warnings
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.analysis.model import Script
 from app.analysis.pipeline import analyze
-from app.localize.channels.calls import Signature, call_shapes, misfits, passes, signature
+from app.localize.channels.calls import Signature, call_shapes, format_misfits, misfits, passes, signature
 
 DEFS = {
     "plain": "def f(a, b):\n    pass\n",
@@ -107,3 +109,64 @@ def test_a_statement_with_an_invalid_escape_is_read_without_a_warning() -> None:
         warnings.simplefilter("error")
         (shape,) = call_shapes('found = re.match("\\w+", text)', "match")
     assert shape.positional == 2
+
+
+# --- formattings checked against their templates ---------------------------------------------------
+
+FIELDS = ("{}", "{0}", "{1}", "{2}", "{name}", "{host.port}", "{0[1]}", "{:>{width}}", "{{", "}}", " x ")
+
+
+def _interpreter_misfits(expression: str) -> bool:
+    """Does the running interpreter refuse this formatting?"""
+    values = {"a": "aa", "b": "bb", "name": "n", "host": type("H", (), {"port": 1})(), "width": 3}
+    try:
+        eval(expression, {}, values)
+    except (IndexError, KeyError, TypeError):
+        return True
+    except ValueError:  # mixed automatic and manual numbering: not a misfit of the arguments
+        return False
+    return False
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from(FIELDS), min_size=1, max_size=4),
+    st.integers(min_value=0, max_value=3),
+    st.sets(st.sampled_from(["name", "host", "width"])),
+)
+def test_a_format_call_is_a_misfit_exactly_when_the_interpreter_refuses_it(
+    pieces: list[str], positional: int, keywords: set[str]
+) -> None:
+    template = "".join(pieces)
+    args = ", ".join([*(["a"] * positional), *(f"{k}={k}" for k in sorted(keywords))])
+    expression = f"{template!r}.format({args})"
+    try:
+        template.format(*["aa"] * 5, name=1, host=type("H", (), {"port": 1})(), width=3)
+    except ValueError:  # a template mixing automatic and manual numbering is another error
+        return
+    except (IndexError, KeyError, TypeError):
+        pass
+    assert bool(format_misfits(f"x = {expression}")) == _interpreter_misfits(expression)
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "'%s %s' % (a,)",
+        "'%s' % (a, b)",
+        "'%s %%' % (a,)",
+        "'%d%%s' % (1,)",
+        "'%*d' % (3, 1)",
+        "'%s-%s' % (a, b)",
+    ],
+)
+def test_a_percent_formatting_is_a_misfit_exactly_when_the_interpreter_refuses_it(expression: str) -> None:
+    assert bool(format_misfits(f"x = {expression}")) == _interpreter_misfits(expression)
+
+
+def test_a_named_field_no_keyword_fills_is_reported_by_name() -> None:
+    (misfit,) = format_misfits("log.info('{host} {port}'.format(host=h))")
+    assert misfit.names == ("port",)
+    assert not misfit.positional
+    assert format_misfits("log.info('{host} {port}'.format(**values))") == []
+    assert format_misfits("log.info('{} {}'.format(*values))") == []

@@ -394,3 +394,78 @@ def test_an_unpacking_into_one_target_is_the_one_that_expected_one() -> None:
     lines = _scores(ONE, "ValueError: not enough values to unpack (expected 1, got 0)")
     assert lines[3] == 1.0
     assert lines[2] < 1.0
+
+
+FORMAT_CALLS = """def udev_rule(tdir):
+    rule = 'PROGRAM="{tdir}/namer %n", SYMLINK+="rbd/%c{1}/%c{2}"'.format(tdir=tdir)
+    path = '{tdir}/51-rbd.rules'.format(tdir=tdir)
+    note = '{host}:{port}'.format(host='h')
+    return rule, path, note
+
+
+def test_rule():
+    udev_rule("/tmp")
+"""
+
+
+def test_the_format_call_indexing_past_its_arguments_raised_the_index_error() -> None:
+    for error in (
+        "IndexError: tuple index out of range",
+        "IndexError: Replacement index 1 out of range for positional args tuple",
+    ):
+        lines = _scores(FORMAT_CALLS, error)
+        assert lines[2] == 1.0
+        assert lines.get(3, 0) < 1.0
+        assert lines.get(4, 0) < 1.0
+
+
+def test_the_format_call_missing_the_named_field_raised_the_key_error() -> None:
+    lines = _scores(FORMAT_CALLS, "KeyError: 'port'")
+    assert lines[4] == 1.0
+    assert lines.get(2, 0) < 1.0 and lines.get(3, 0) < 1.0
+
+
+RAISES = """def find_profile(name):
+    if not name:
+        raise FileNotFoundError(f"Profile is not found in stress command: '{name}'")
+    path = locate(name)
+    if path is None:
+        raise FileNotFoundError(f"User profile file {name} not found under {ROOT}")
+    return path
+
+
+def test_profile():
+    find_profile("x.yaml")
+"""
+
+
+def test_a_raise_whose_text_the_message_lacks_did_not_raise_it() -> None:
+    lines = _scores(RAISES, "FileNotFoundError: User profile file x.yaml \\\n  not found under /home/tests")
+    assert lines.get(6, 0) > 0
+    assert lines.get(3, 0) == 0
+    # a message too short to judge by keeps both
+    lines = _scores(RAISES, "FileNotFoundError: x")
+    assert lines.get(3, 0) > 0 and lines.get(6, 0) > 0
+
+
+CODECS = """import subprocess
+
+
+def read_console(cmd):
+    total = 0
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, universal_newlines=True)
+    for line in proc.stdout:
+        total += len(line)
+    return total
+
+
+def test_console():
+    read_console(["cat", "/dev/ttyS0"])
+"""
+
+
+def test_a_unicode_error_points_at_the_text_decoding() -> None:
+    error = "UnicodeDecodeError: 'utf-8' codec can't decode byte 0xda in position 191: invalid start byte"
+    lines = _scores(CODECS, error)
+    assert lines[6] > 0
+    assert lines.get(5, 0) == 0 and lines.get(8, 0) == 0

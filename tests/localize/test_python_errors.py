@@ -38,6 +38,14 @@ REAL = [
     ("import os\nos.no_such_call()", "missing-attribute", {"owner": "module", "attribute": "no_such_call"}),
     ("class X:\n    pass\nX.nope", "missing-attribute", {"owner": "type", "attribute": "nope"}),
     ("class X:\n    pass\nX().nope", "missing-attribute", {"owner": "object", "attribute": "nope"}),
+    # a class made at run time may have any name (a tenant's copy of a test class, say)
+    (
+        "type('Tenant-2', (), {})().nope",
+        "missing-attribute",
+        {"owner": "object", "owner_name": "Tenant-2", "attribute": "nope"},
+    ),
+    ("'{1}'.format(0)", None, {"index": True}),
+    ("'%s %s' % (1,)", None, {"formatting": True}),
     ("def f(a, b):\n    pass\nf(1, 2, 3)", "arguments", {"callee": "f"}),
     ("def f(a, b):\n    pass\nf(1)", "arguments", {"callee": "f"}),
     ("def f(a):\n    pass\nf(1, c=2)", "arguments", {"callee": "f"}),

@@ -62,7 +62,7 @@ _FORMS = (
     ),
     _form(
         "missing-attribute",
-        rf"'({_DOTTED})' object has no attribute '({_ID})'",
+        rf"'([^'\s]{{1,100}})' object has no attribute '({_ID})'",  # a type's name: any text (``type()``)
         ("owner_name", "attribute"),
         "object",
     ),

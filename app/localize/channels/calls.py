@@ -1,4 +1,5 @@
-"""Calls checked against the scripts' own ``def`` signatures: which call a TypeError's message is about.
+"""Calls checked against the scripts' own ``def`` signatures: which call a TypeError's message is about;
+and string formattings checked against their templates.
 
 A call that does not fit its callee's signature raises ``TypeError`` with one of a few messages
 (too many or too few positional arguments, an unexpected or repeated keyword, a missing
@@ -12,6 +13,8 @@ text of the ``def`` header and of the calling statement: a statement that does n
 from __future__ import annotations
 
 import ast
+import re
+import string
 import textwrap
 import warnings
 from dataclasses import dataclass
@@ -152,3 +155,95 @@ def passes(call: CallShape, given: int, *, method: bool | None, constructor: boo
     if not call.via_attribute or method is False:
         return call.positional == given
     return call.positional + 1 == given or (method is None and call.positional == given)
+
+
+@dataclass(frozen=True)
+class FormatMisfit:
+    """A formatting whose arguments cannot fill its template: ``positional`` when a field indexes
+    past the positional arguments (IndexError), ``names`` the named fields no argument fills
+    (KeyError)."""
+
+    positional: bool
+    names: tuple[str, ...]
+
+
+def _fields(template: str) -> tuple[int, tuple[str, ...]] | None:
+    """How many positional arguments a ``str.format`` template needs, and its named fields (those
+    nested in a format spec too); None where the template does not parse."""
+    needed, auto, names = 0, 0, []
+    pending = [template]
+    try:
+        while pending:
+            for _, field, spec, _ in string.Formatter().parse(pending.pop()):
+                if spec and "{" in spec:
+                    pending.append(spec)
+                if field is None:
+                    continue
+                head = field.split(".", 1)[0].split("[", 1)[0]
+                if head == "":
+                    auto += 1
+                    needed = max(needed, auto)
+                elif head.isdigit():
+                    needed = max(needed, int(head) + 1)
+                else:
+                    names.append(head)
+    except ValueError:
+        return None
+    return needed, tuple(names)
+
+
+def _directives(template: str) -> int | None:
+    """The values a %-template takes (``%%`` none, ``%*d`` two); None where it takes a mapping."""
+    count = 0
+    for match in _PERCENT_DIRECTIVE.finditer(template):
+        directive = match.group(0)
+        if directive == "%%":
+            continue
+        if "(" in directive:
+            return None
+        count += 1 + directive.count("*")
+    return count
+
+
+_PERCENT_DIRECTIVE = re.compile(r"%(?:%|(?:\([^)]*\))?[-#0 +]*(?:\*|\d+)?(?:\.(?:\*|\d+))?[hlL]?[a-zA-Z])")
+
+
+def format_misfits(text: str) -> list[FormatMisfit]:
+    """The formattings in a statement's text that cannot fit their templates: a literal's
+    ``.format(...)`` with fewer positional arguments than its fields index, or without a keyword a
+    named field needs; a literal ``% (a, b)`` with more or fewer values than its directives take."""
+    tree = _parse(text)
+    if tree is None:
+        return []
+    found: list[FormatMisfit] = []
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "format"
+            and isinstance(node.func.value, ast.Constant)
+            and isinstance(node.func.value.value, str)
+        ):
+            fields = _fields(node.func.value.value)
+            if fields is None:
+                continue
+            needed, names = fields
+            star = any(isinstance(a, ast.Starred) for a in node.args)
+            double_star = any(k.arg is None for k in node.keywords)
+            given = {k.arg for k in node.keywords if k.arg is not None}
+            short = not star and needed > len(node.args)
+            unfilled = () if double_star else tuple(n for n in names if n not in given)
+            if short or unfilled:
+                found.append(FormatMisfit(short, unfilled))
+        elif (
+            isinstance(node, ast.BinOp)
+            and isinstance(node.op, ast.Mod)
+            and isinstance(node.left, ast.Constant)
+            and isinstance(node.left.value, str)
+            and isinstance(node.right, ast.Tuple)
+            and not any(isinstance(e, ast.Starred) for e in node.right.elts)
+        ):
+            takes = _directives(node.left.value)
+            if takes is not None and takes != len(node.right.elts):
+                found.append(FormatMisfit(takes > len(node.right.elts), ()))
+    return found

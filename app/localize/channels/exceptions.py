@@ -1,20 +1,21 @@
 """The exception's kind, mapped to the code that should have prevented it; and code smells.
 
-Each rule pairs a property of the failure text (an exception name, errno text or message
-shape, searched with plain substring tests) with a property of statements that could have
-prevented it: FileNotFoundError -> path construction and existence checks; IndexError ->
-indexing and emptiness checks; KeyError -> key access and membership tests; ``'NoneType'
-object has no attribute`` -> bindings that can be None; TypeError on arguments -> the callee's
-definition and call sites; timeouts -> timeout/wait/retry arguments; ValueError on parsing ->
-split/int/float conversions; NameError -> the module-level definitions of the name and the
-conditions they sit under (a binding local to another function reaches nothing; a name bound
-nowhere is likelier a missing import); UnboundLocalError -> in the functions that bind the name
-on some paths only, the bindings, the clauses they sit in and where the function binds its
-starting values; ImportError -> imports; AttributeError of a module -> its import;
-ZeroDivisionError -> zero and empty values, lengths and counts; ``not subscriptable`` -> views
-and iterators; KeyError 'k' -> the statements using 'k'. A missing attribute the scripts set
-somewhere was not set on this path (the setter, the condition or branch chain around it; read by
-cleanup code: the start of the initializer); one set nowhere is a wrong name at its reads.
+Each rule pairs a property of the failure text (an exception name, errno text or message shape,
+searched with plain substring tests) with a property of statements that could have prevented it:
+FileNotFoundError -> path construction and existence checks; IndexError -> indexing and emptiness
+checks; KeyError -> key access and membership tests; ``'NoneType' object has no attribute`` ->
+bindings that can be None; TypeError on arguments -> the callee's definition and call sites;
+timeouts -> timeout/wait/retry arguments; ValueError on parsing -> split/int/float conversions;
+NameError -> the module-level definitions of the name and the conditions they sit under (a binding
+local to another function reaches nothing; a name bound nowhere is likelier a missing import);
+UnboundLocalError -> in the functions that bind the name on some paths only, the bindings, the
+clauses they sit in and where the function binds its starting values; ImportError -> imports;
+AttributeError of a module -> its import; ZeroDivisionError -> zero and empty values, lengths and
+counts; UnicodeDecodeError and UnicodeEncodeError -> decoding, encoding, text-mode files and
+output, the locale; ``not subscriptable`` -> views and iterators; KeyError 'k' -> the statements
+using 'k'. A missing attribute the scripts set somewhere was not set on this path (the setter, the
+condition or branch chain around it; read by cleanup code: the start of the initializer); one set
+nowhere is a wrong name at its reads.
 Statements that ran on the way to the failure count more.
 
 The statements that can raise the reported error (``_raisers``), where the message says enough:
@@ -42,7 +43,15 @@ from collections.abc import Callable
 from app.analysis.logparse.pyerrors import PythonError, python_error
 from app.analysis.model import Function, Statement, StmtKind
 from app.localize.channels import Context, Scores, Signal, put
-from app.localize.channels.calls import CallShape, Signature, call_shapes, misfits, passes, signature
+from app.localize.channels.calls import (
+    CallShape,
+    Signature,
+    call_shapes,
+    format_misfits,
+    misfits,
+    passes,
+    signature,
+)
 from app.localize.channels.dataflow import INITIALIZERS, definitions, earlier_conditions, guards
 from app.localize.channels.lexical import code_tokens
 
@@ -74,6 +83,11 @@ _ZERO = re.compile(
     re.MULTILINE,
 )
 _VIEW = re.compile(r"\.keys\(|\.values\(|\.items\(|\bmap\(|\bfilter\(|\bzip\(|\brange\(|\breversed\(")
+# where text is decoded or encoded: explicitly, by a file opened in text mode, a subprocess's text
+# output, or the locale a command runs under
+_CODEC = re.compile(
+    r"\.(?:de|en)code\(|\bopen\(|universal_newlines|\btext\s*=\s*True|\bencoding\s*=|\bcodecs\.|\bLC_ALL\b|\bLANG\b"
+)
 _ARITH_TYPE = re.compile(r"\s/\s|\bfloat\(|\bstr\(|\bint\(|\.read\(|\.decode\(|\.encode\(")
 
 Rule = tuple[Callable[[str], bool], re.Pattern[str], str]
@@ -109,6 +123,11 @@ RULES: tuple[Rule, ...] = (
         "produces a view or iterator, not a list",
     ),
     (_has("Timeout", "timed out", "timeout", "TimeoutError"), _TIMEOUT, "sets a timeout, wait or retry"),
+    (
+        _has("UnicodeDecodeError", "UnicodeEncodeError", "codec can't decode", "codec can't encode"),
+        _CODEC,
+        "decodes or encodes text, or sets the locale",
+    ),
     (
         _has("invalid literal for", "could not convert", "unpack", "ValueError"),
         _PARSE,
@@ -216,13 +235,20 @@ def _raisers(ctx: Context, error: PythonError, site: int | None, headline: str, 
     operator = _operator_use(error.operator) if error.operator else None
     view = _VIEW_INDEXED.get(error.value_type or "")
     kept = ctx.kept_sids
+    said = _said(ctx.message[:4000], cls)
     for sid, body in facts.text.items():
         if sid not in kept:
             continue
         stmt = ctx.statements[sid]
         near = site is None or (stmt.function == local and stmt.start_line <= before)
         found: list[tuple[float, str]] = []
-        if raise_cls is not None and sid != site and stmt.kind == StmtKind.RAISE and raise_cls.search(body):
+        if (
+            raise_cls is not None
+            and sid != site
+            and stmt.kind == StmtKind.RAISE
+            and raise_cls.search(body)
+            and (said is None or _message_fits(body, said) is not False)
+        ):
             # a built-in error is far more often the interpreter's than a raise of the scripts
             found.append((FAR * RAISER if builtin else 1.0, f"raises {cls}, the error the log reports"))
         if error.index and _SUBSCRIPT.search(body):
@@ -231,8 +257,14 @@ def _raisers(ctx: Context, error: PythonError, site: int | None, headline: str, 
             _ends_directive(lit, error.directive) for lit in _strings(body)
         ):
             found.append((1.0, f"holds a %-directive ended by {error.directive!r}, which the error rejects"))
-        elif (error.index or error.formatting) and (_FORMAT_CALL.search(body) or _PERCENT.search(body)):
-            found.append((RAISER, "formats a string: its placeholders and arguments must agree"))
+        elif (error.index or error.formatting or error.key) and (
+            _FORMAT_CALL.search(body) or _PERCENT.search(body)
+        ):
+            misfit = _format_misfit(body, error)
+            if misfit is not None:
+                found.append((1.0, misfit))
+            elif error.index or error.formatting:
+                found.append((RAISER, "formats a string: its placeholders and arguments must agree"))
         if error.unpack is not None and (shape := _UNPACKING.search(body)):
             targets = sum(1 for t in shape.group("targets").split(",") if t.strip())
             exact = error.unpack > 0 and targets == error.unpack
@@ -365,6 +397,52 @@ def _path_words(path: str) -> tuple[str, ...]:
 
 
 _STRING = re.compile(r"[rRbBuUfF]{0,2}(['\"])(.*?)(?<!\\)\1")
+
+
+# the fixed text between an f-string's holes, %-directives and format fields
+_HOLES = re.compile(r"\{[^{}]*\}|%[-#0 +]*\d*(?:\.\d+)?[sdrfigxXeEoc%]")
+_WRAP = re.compile(r"\\?\s+")
+
+
+def _folded(text: str) -> str:
+    """``text`` with its whitespace runs (and a wrapping backslash before them) made one space."""
+    return _WRAP.sub(" ", text).casefold()
+
+
+def _format_misfit(body: str, error: PythonError) -> str | None:
+    """Why a formatting of this statement raised the error: a template that indexes past its
+    positional arguments or takes other than the values given (IndexError, TypeError), or that
+    names the missing key as a field no argument fills (KeyError)."""
+    for misfit in format_misfits(body):
+        if error.key is not None and error.key in misfit.names:
+            return f"formats a template whose field {{{error.key}}} no argument fills"
+        if (
+            (error.index or error.formatting)
+            and error.key is None
+            and (misfit.positional or not misfit.names)
+        ):
+            return "formats a template with other than the arguments its fields take"
+    return None
+
+
+def _said(message: str, cls: str | None) -> str | None:
+    """What the error says after its class name, folded; None where that is too short to judge."""
+    folded = _folded(message)
+    at = folded.find(cls.casefold()) if cls else -1
+    if at < 0:
+        return None
+    tail = folded[at + len(cls or "") :]
+    return tail if sum(ch.isalpha() for ch in tail) >= 12 else None
+
+
+def _message_fits(body: str, said: str) -> bool | None:
+    """Can this ``raise`` have printed the message ``said`` (folded)? False when its literal text
+    has words the message lacks in every fixed piece; None when it holds no such text."""
+    folded = (_folded(piece).strip() for literal in _strings(body) for piece in _HOLES.split(literal))
+    pieces = [piece for piece in folded if sum(ch.isalpha() for ch in piece) >= 4]
+    if not pieces:
+        return None
+    return any(piece in said for piece in pieces)
 
 
 def _strings(body: str) -> list[str]:
