@@ -39,7 +39,7 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Mapped, Session, aliased, mapped_column
 
-from app.analysis.model import Loc, State
+from app.analysis.model import Loc, Script, State
 from app.analysis.parsed import ParseCache
 from app.history.facts import batch_facts, run_facts
 from app.history.newlines import MAX_PASS_LOGS
@@ -291,9 +291,15 @@ class HistoryStore:
         if not todo:
             return created
         rows, vkeys = [], []  # made before the transaction: the write lock is held for the writes only
+        # a job's thousands of runs share a few script sets: each set's contents hashed once
+        vids: dict[tuple[Script, ...], str] = {}
         for identity, record in todo.items():
             sig, message, trace, printed = facts[identity]
-            vkeys.append(version_id({s.path: s.content for s in record.scripts}) if record.scripts else "")
+            vkey = vids.get(record.scripts)
+            if vkey is None:
+                files = {s.path: s.content for s in record.scripts}
+                vkey = vids[record.scripts] = version_id(files) if files else ""
+            vkeys.append(vkey)
             packed = trace is not None and packable(trace)
             trace_z = pack_trace(trace) if packed and trace is not None else None
             if record.facts is not None and record.facts.packed is not None:
