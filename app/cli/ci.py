@@ -19,9 +19,9 @@ from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from app.ci import CiReport, LocalTriager, Triager, local_triager, triage_results
+from app.ci import CiReport, HistoryReader, LocalTriager, Triager, history_key, local_triager, triage_results
 from app.cli import UsageError
 from app.cli.flags import add_job_flags, add_option_flags, job_given, options_given
 from app.cli.io import load_settings
@@ -36,6 +36,7 @@ from app.options import TriageOptions, resolve_options
 from app.triage import check_options, history_skipped
 
 if TYPE_CHECKING:
+    from app.store.history import HistoryStore
     from app.store.store import Store
 
 
@@ -111,8 +112,7 @@ def run(args: argparse.Namespace) -> int:
             if store is not None and history_skipped(options, model_configured=client is not None) is None:
                 from app.store.history import HistoryStore
 
-                history = HistoryStore(store)
-                reader = lambda test, window, before: history.history_runs(test, limit=window, before=before)  # noqa: E731
+                reader = _history_reader(HistoryStore(store), results)
             recording = store is not None and not args.no_store
             # the runs' facts are kept from the triages, unless the job was recorded before: then
             # its runs are stored already and no facts are computed for them at all
@@ -176,6 +176,27 @@ async def _triage(
     finally:
         if client is not None:
             await client.aclose()
+
+
+def _history_reader(history: HistoryStore, results: Results) -> HistoryReader:
+    """Each failed test's recorded runs (``HistoryStore.history_runs``); the tests the history
+    holds are looked up once for the whole job, so a test it does not hold costs no query. Nothing
+    is recorded until every failure is triaged: the answers are the ones asked one by one (as the
+    history stood when the job's triage began)."""
+    keys: list[str] = []
+    for run in results.failed:
+        try:
+            keys.append(history_key(run))
+        except ValueError:  # no key: its triage reads no history either
+            continue
+    held = history.held(keys)
+
+    def read(test: str, window: int, before: datetime | None) -> list[Any]:
+        if test not in held:
+            return []
+        return history.history_runs(test, limit=window, before=before)
+
+    return read
 
 
 def _recorded_before(store: Store, job: Job) -> bool:

@@ -619,6 +619,24 @@ class HistoryStore:
         runs, failing, passing = (int(c or 0) for c in counts)
         return {"runs": runs, "failing_logs": failing, "passing_logs": passing}
 
+    def held(self, keys: Iterable[str]) -> frozenset[str]:
+        """Those of ``keys`` (in any tool's form) whose test the history holds, in a query per
+        ``CHUNK``: ``history_runs`` has nothing for the others, and a job's reader asks for each
+        of its failures (most of them new to a young history) without a query apiece."""
+        stored: dict[str, list[str]] = {}
+        for key in keys:
+            found = _canonical(key)
+            if found is not None:
+                stored.setdefault(found, []).append(key)
+        unique = list(stored)
+        held: set[str] = set()
+        with self.store._tx() as session:
+            for start in range(0, len(unique), CHUNK):
+                part = unique[start : start + CHUNK]
+                for (found,) in session.execute(select(TestRow.key).where(TestRow.key.in_(part))).all():
+                    held.update(stored.get(found, ()))
+        return frozenset(held)
+
     def history_runs(
         self,
         key: str | TestKey,
