@@ -135,3 +135,20 @@ def test_interleaved_script_sets_cost_no_more_parses_than_sorted_ones() -> None:
     batch_facts([*mine, *theirs], parses=alone)
     assert parses.misses == alone.misses  # each script set's records taken together
     assert found == [batch_facts([r])[0] for r in interleaved]  # in the records' order
+
+
+def test_the_traces_facts_are_made_of_are_packable() -> None:
+    """``packed_facts`` packs its traces unchecked: both builders give sorted, distinct lines."""
+    from app.history.facts import pass_trace
+    from app.history.packed import packable
+
+    parses = ParseCache()
+    for name in ("test_a", "test_b"):
+        trace = pass_trace(_record(f"test_mod.py::{name}", "pass"), parses)
+        assert trace is not None and packable(trace)
+    for record in (
+        _record("test_mod.py::test_c", "fail", LOG),
+        _record("test_mod.py::test_b", "pass", "x is 2\n"),
+    ):
+        trace = run_facts(record, parses)[2]
+        assert trace is not None and packable(trace)
