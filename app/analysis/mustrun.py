@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import weakref
+from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from typing import Any, TypeVar
 
@@ -130,10 +131,24 @@ def _on_every_path(program: Program, fn: Function) -> frozenset[int]:
         return frozenset()
     out = {graph.entry}
     for v in reach - {graph.entry, EXIT, RAISE}:
-        cut = {u: [t for t in ts if t != v] for u, ts in succ.items() if u != v}
-        if EXIT not in reachable(cut, graph.entry):
+        if not _reaches_avoiding(succ, graph.entry, EXIT, v):
             out.add(v)
     return frozenset(out)
+
+
+def _reaches_avoiding(succ: dict[int, list[int]], entry: int, target: int, avoid: int) -> bool:
+    """Whether a walk from ``entry`` reaches ``target`` without passing ``avoid``: ``reachable`` on
+    the graph with ``avoid`` cut out, without building that graph for each statement."""
+    seen = {entry, avoid}
+    queue = deque([entry])
+    while queue:
+        for w in succ[queue.popleft()]:
+            if w not in seen:
+                if w == target:
+                    return True
+                seen.add(w)
+                queue.append(w)
+    return False
 
 
 def must_run(program: Program, test: str) -> frozenset[int]:
