@@ -29,7 +29,7 @@ from app.emit import FORMATS
 from app.ingest import FORMATS as RESULT_FORMATS
 from app.ingest import IngestError, Results, merge, read_folder, read_results
 from app.ingest.archive import extract, is_archive
-from app.ingest.job import Job, digest
+from app.ingest.job import Job, digest, start_of
 from app.ingest.resolve import Checkout
 from app.localize.llm import ModelClient
 from app.options import TriageOptions, resolve_options
@@ -103,9 +103,12 @@ def run(args: argparse.Namespace) -> int:
         # the database is opened to record this job, or to read the history the ranker asks for
         store = _open_store(url) if not args.no_store or options.ranker == "history" else None
         try:
-            from app.store.jobs import job_started
+            if store is None:  # no database: nothing recorded its start (and no SQLAlchemy to import)
+                started = start_of(job, None, results.started_at)
+            else:
+                from app.store.jobs import job_started
 
-            started = job_started(store, job, results.started_at)
+                started = job_started(store, job, results.started_at)
             # only runs recorded before this job: a failure is ranked with its past
             options = replace(options, history_before=options.history_before or started.isoformat())
             reader = None
