@@ -16,7 +16,7 @@ from typing import Any
 from app.analysis.limits import CostLimits, check_text
 from app.analysis.logparse import parse_log
 from app.analysis.memo import kept_while
-from app.analysis.model import Analysis, Loc, ParsedLog, Program, Script, State
+from app.analysis.model import Analysis, ParsedLog, Program, Script, State
 from app.analysis.mustrun import must_run_lines
 from app.analysis.parsed import ParseCache, ParsedScripts, grouped, log_patterns, script_set
 from app.analysis.pipeline import analyze
@@ -75,27 +75,28 @@ def analysis_facts(
     state, printed values."""
     trace: dict[str, Any] = {}
     tplus = analysis.traces["tplus"]
-    evidence, kept_lines = tplus.evidence.get, tplus.kept
+    evidence = tplus.evidence
+    # the few lines executed or doubtful, by file; every other code line is "N". Read off the
+    # evidence once, not looked up line by line (a failure's scripts hold thousands of lines)
+    done: dict[str, set[int]] = {}
+    doubtful: dict[str, set[int]] = {}
+    for (path, line), ev in evidence.items():
+        if ev.state == State.EXE:
+            done.setdefault(path, set()).add(line)
+        elif ev.state == State.DBT:
+            doubtful.setdefault(path, set()).add(line)
+    for loc in tplus.kept:
+        if loc not in evidence:  # kept without evidence: doubtful
+            doubtful.setdefault(loc.path, set()).add(loc.line)
     program = analysis.program
-    for f, lines in zip(
-        program.files, kept_while(_CODE_LOCS, program, lambda: _code_locs(program)), strict=True
-    ):
+    code = kept_while(_CODE_LINES, program, lambda: _code_lines(program))
+    for f, (ordered, lines) in zip(program.files, code, strict=True):
         if paths is not None and f.path not in paths:
             continue
-        done: list[int] = []
-        never: list[int] = []
-        doubtful: list[int] = []
-        for n, loc in lines:
-            ev = evidence(loc)
-            if ev is None:  # no evidence: doubtful where the trace kept the line
-                (doubtful if loc in kept_lines else never).append(n)
-            elif ev.state == State.EXE:
-                done.append(n)
-            elif ev.state == State.DBT:
-                doubtful.append(n)
-            else:
-                never.append(n)
-        trace[f.path] = {"E": done, "N": never, "D": doubtful}
+        ran, maybe = done.get(f.path, set()) & lines, doubtful.get(f.path, set()) & lines
+        taken = ran | maybe
+        never = [n for n in ordered if n not in taken] if taken else list(ordered)
+        trace[f.path] = {"E": sorted(ran), "N": never, "D": sorted(maybe)}
     printed = values_json(value_tuples(analysis))
     if not failed:
         return None, None, trace, printed
@@ -103,13 +104,13 @@ def analysis_facts(
     return sig, analysis.log.error_message[:2000], trace, printed
 
 
-_CODE_LOCS: dict[int, tuple[tuple[tuple[int, Loc], ...], ...]] = {}
+_CODE_LINES: dict[int, tuple[tuple[tuple[int, ...], frozenset[int]], ...]] = {}
 
 
-def _code_locs(program: Program) -> tuple[tuple[tuple[int, Loc], ...], ...]:
-    """Each file's code lines, ascending, with their ``Loc``: once per program (``kept_while``),
-    for the many failures of its tests that a CI job records."""
-    return tuple(tuple((n, Loc(f.path, n)) for n in sorted(f.code_lines)) for f in program.files)
+def _code_lines(program: Program) -> tuple[tuple[tuple[int, ...], frozenset[int]], ...]:
+    """Each file's code lines, ascending and as a set: once per program (``kept_while``), for the
+    many failures of its tests that a CI job records."""
+    return tuple((tuple(sorted(f.code_lines)), frozenset(f.code_lines)) for f in program.files)
 
 
 def failure_facts(
