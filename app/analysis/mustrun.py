@@ -17,7 +17,7 @@ from collections.abc import Callable, Hashable, Iterable, Iterator
 from typing import Any, TypeVar
 
 from app.analysis.callsites import call_sites
-from app.analysis.cfg import EXIT, RAISE, FlowGraph, flow_graph
+from app.analysis.cfg import EXIT, RAISE, FlowGraph, program_graph
 from app.analysis.estimate import to_lines
 from app.analysis.graphs import reachable
 from app.analysis.lifecycle import is_setup, is_teardown
@@ -195,7 +195,7 @@ def must_run(program: Program, test: str) -> frozenset[int]:
 
 
 def _graph(program: Program, fn: Function) -> FlowGraph:
-    return _kept(program, ("graph", fn.fid), lambda: flow_graph(program, fn))
+    return program_graph(program, fn)
 
 
 def _callees(program: Program) -> dict[int, list[Function]]:

@@ -66,3 +66,14 @@ def test_evidence_by_line_is_the_fresh_computations_in_its_order() -> None:
                 got = estimate._evidence_by_line(a.program, why, trace.kept, proven_headers=proven)
                 want = _fresh_evidence(a.program, why, trace.kept, proven_headers=proven)
                 assert list(got.items()) == list(want.items())
+
+
+def test_a_programs_flow_graphs_are_built_once_and_equal_fresh_ones() -> None:
+    from app.analysis.cfg import flow_graph, program_graph
+
+    scripts, log = running_example()[:2]
+    program = analyze(scripts, log).program
+    for f in program.functions:
+        kept = program_graph(program, f)
+        assert kept == flow_graph(program, f)
+        assert program_graph(program, f) is kept  # the parse and the must-run lines share it
