@@ -78,25 +78,24 @@ def analysis_facts(
     evidence = tplus.evidence
     # the few lines executed or doubtful, by file; every other code line is "N". Read off the
     # evidence once, not looked up line by line (a failure's scripts hold thousands of lines)
+    exe, dbt = State.EXE, State.DBT
     done: dict[str, set[int]] = {}
     doubtful: dict[str, set[int]] = {}
-    for (path, line), ev in evidence.items():
-        if ev.state == State.EXE:
-            done.setdefault(path, set()).add(line)
-        elif ev.state == State.DBT:
-            doubtful.setdefault(path, set()).add(line)
-    for loc in tplus.kept:
-        if loc not in evidence:  # kept without evidence: doubtful
-            doubtful.setdefault(loc.path, set()).add(loc.line)
+    for path, line in [loc for loc, ev in evidence.items() if ev.state == exe]:
+        done.setdefault(path, set()).add(line)
+    maybe = [loc for loc, ev in evidence.items() if ev.state == dbt]
+    maybe += [loc for loc in tplus.kept if loc not in evidence]  # kept without evidence: doubtful
+    for path, line in maybe:
+        doubtful.setdefault(path, set()).add(line)
     program = analysis.program
     code = kept_while(_CODE_LINES, program, lambda: _code_lines(program))
     for f, (ordered, lines) in zip(program.files, code, strict=True):
         if paths is not None and f.path not in paths:
             continue
-        ran, maybe = done.get(f.path, set()) & lines, doubtful.get(f.path, set()) & lines
-        taken = ran | maybe
+        ran, unsure = done.get(f.path, set()) & lines, doubtful.get(f.path, set()) & lines
+        taken = ran | unsure
         never = [n for n in ordered if n not in taken] if taken else list(ordered)
-        trace[f.path] = {"E": sorted(ran), "N": never, "D": sorted(maybe)}
+        trace[f.path] = {"E": sorted(ran), "N": never, "D": sorted(unsure)}
     printed = values_json(value_tuples(analysis))
     if not failed:
         return None, None, trace, printed
