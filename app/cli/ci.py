@@ -126,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
                 limits=settings.cost_limits(),
                 record=recording and store is not None and not _recorded_before(store, job),
             )
-            report = asyncio.run(_triage(results, checkout, triager, client, settings.max_files_per_case))
+            report = _triaged(results, checkout, triager, client, settings.max_files_per_case)
             if store is not None and recording:
                 report = _record(store, report, job, started, checkout, options, triager)
         finally:
@@ -169,6 +169,21 @@ def exit_status(report: CiReport, fail_on: str) -> int:
     if fail_on == "never":
         return 0
     return 1 if report.untriaged else 0
+
+
+def _triaged(
+    results: Results, checkout: Checkout, triager: Triager, client: ModelClient | None, max_files: int
+) -> CiReport:
+    """``_triage`` run to its end. The report is handed out beside the event loop's main task, not
+    as its result: on its way out ``asyncio.run`` (Python 3.11) looks the SIGINT handler up, which
+    holds that task, and the lookup formats the task with its result, every triage of the job."""
+    found: list[CiReport] = []
+
+    async def main() -> None:
+        found.append(await _triage(results, checkout, triager, client, max_files))
+
+    asyncio.run(main())
+    return found[0]
 
 
 async def _triage(
