@@ -77,3 +77,13 @@ def test_a_programs_flow_graphs_are_built_once_and_equal_fresh_ones() -> None:
         kept = program_graph(program, f)
         assert kept == flow_graph(program, f)
         assert program_graph(program, f) is kept  # the parse and the must-run lines share it
+
+
+def test_the_lifecycles_program_parts_are_kept_and_equal_fresh_ones() -> None:
+    from app.analysis.lifecycle import _find_parts, _program_parts
+
+    for scripts, log in [running_example()[:2], *(load_case(path)[:2] for path in benchmark_cases()[:6])]:
+        program = analyze(scripts, log).program
+        kept = _program_parts(program)
+        assert kept == _find_parts(program)
+        assert _program_parts(program) is kept
