@@ -290,11 +290,8 @@ def _evidence_by_line(
 ) -> dict[Loc, TraceReason]:
     """Per-line evidence; ``proven_headers``: a kept def header is executed only when a line of its
     body is, else doubtful (tplus's three states; the paper's variants keep two)."""
-    out: dict[Loc, TraceReason] = {}
     lines, headers = _line_evidence(program)
-    for s, ev in why.items():
-        for loc in lines[s]:
-            out[loc] = ev
+    out = {loc: ev for s, ev in why.items() for loc in lines[s]}
     for f, first, locs, not_kept in headers:
         if not locs or first not in kept:
             out.update(not_kept)  # every line NEXE, in the lines' order
