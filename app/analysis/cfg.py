@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.analysis.graphs import back_edges
+from app.analysis.memo import kept_while
 from app.analysis.model import Block, Function, Program, Statement, StmtKind
 
 EXIT = -1  # normal return or falling off the end
@@ -220,6 +221,19 @@ def flow_graph(program: Program, function: Function) -> FlowGraph:
         succ={k: tuple(dict.fromkeys(v)) for k, v in b.succ.items()},
         exc={k: tuple(v) for k, v in b.exc.items()},
     )
+
+
+_GRAPHS: dict[int, dict[str, FlowGraph]] = {}
+
+
+def program_graph(program: Program, function: Function) -> FlowGraph:
+    """``flow_graph`` once per program and function (``kept_while``): a parse's graphs of every
+    function and the must-run lines of the passes a CI job records of its tests read the same."""
+    graphs = kept_while(_GRAPHS, program, dict)
+    found = graphs.get(function.fid)
+    if found is None:
+        found = graphs[function.fid] = flow_graph(program, function)
+    return found
 
 
 def build_blocks(program: Program, graphs: dict[str, FlowGraph]) -> tuple[Block, ...]:

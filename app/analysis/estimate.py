@@ -8,7 +8,6 @@ Algorithm 4 lives in callsites.py, the enhanced trace in enhanced.py.
 from __future__ import annotations
 
 import bisect
-import weakref
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -17,6 +16,7 @@ from app.analysis.cfg import BlockGraph, FlowGraph, block_graph, flow_graph
 from app.analysis.context import NO_EVIDENCE, EstimateContext, EstimateOptions, known_evidence
 from app.analysis.enhanced import tplus
 from app.analysis.lifecycle import Lifecycle
+from app.analysis.memo import kept_while
 from app.analysis.model import (
     BASE_VARIANTS,
     VARIANTS,
@@ -237,16 +237,19 @@ def to_lines(program: Program, sids: Iterable[int]) -> frozenset[Loc]:
 LineOrders = tuple[
     list[Function], dict[int, list[str]], frozenset[str], list[tuple[str, int, int, tuple[int, ...]]]
 ]
+# a function's header: its first line, its lines, and their evidence when the header is not kept
+Header = tuple[Function, Loc, tuple[Loc, ...], dict[Loc, TraceReason]]
+LineEvidence = tuple[tuple[tuple[Loc, ...], ...], tuple[Header, ...]]
 _ORDERS: dict[int, LineOrders] = {}
+_LINE_EVIDENCE: dict[int, LineEvidence] = {}
 
 
 def _line_orders(program: Program) -> LineOrders:
     """What ``to_lines`` reads of the program alone, once per program (a CI job asks it for every
     pass of a test file): its functions innermost first, the functions holding each statement, the
     function ids, and the class bodies innermost first."""
-    key = id(program)
-    found = _ORDERS.get(key)
-    if found is None:
+
+    def build() -> LineOrders:
         inner_first = sorted(
             (f for f in program.functions if f.kind == "function"), key=lambda f: f.end_line - f.start_line
         )
@@ -258,10 +261,28 @@ def _line_orders(program: Program) -> LineOrders:
             ((sf.path, s, e, rows) for sf in program.files for s, e, rows in sf.container_headers),
             key=lambda c: c[2] - c[1],
         )
-        found = (inner_first, owners, frozenset(f.fid for f in program.functions), containers)
-        _ORDERS[key] = found
-        weakref.finalize(program, _ORDERS.pop, key, None)
-    return found
+        return inner_first, owners, frozenset(f.fid for f in program.functions), containers
+
+    return kept_while(_ORDERS, program, build)
+
+
+def _line_evidence(program: Program) -> LineEvidence:
+    """What ``_evidence_by_line`` reads of the program alone, once per program (every failure of a
+    CI job's test file is explained): each statement's lines, and each function's header with the
+    evidence of a header not kept (most of a file's functions, for any one failure)."""
+
+    def build() -> LineEvidence:
+        lines = tuple(tuple(Loc(st.path, ln) for ln in st.lines) for st in program.statements)
+        headers: list[Header] = []
+        for f in program.functions:
+            if f.kind != "function":
+                continue
+            locs = tuple(Loc(f.path, ln) for ln in f.header_lines)
+            reason = TraceReason(State.NEXE, "header", f"header of `{f.qualname}`")
+            headers.append((f, locs[0] if locs else Loc(f.path, 0), locs, dict.fromkeys(locs, reason)))
+        return lines, tuple(headers)
+
+    return kept_while(_LINE_EVIDENCE, program, build)
 
 
 def _evidence_by_line(
@@ -269,26 +290,20 @@ def _evidence_by_line(
 ) -> dict[Loc, TraceReason]:
     """Per-line evidence; ``proven_headers``: a kept def header is executed only when a line of its
     body is, else doubtful (tplus's three states; the paper's variants keep two)."""
-    out: dict[Loc, TraceReason] = {}
-    for s, ev in why.items():
-        st = program.statements[s]
-        for ln in st.lines:
-            out[Loc(st.path, ln)] = ev
-    for f in program.functions:
-        if f.kind != "function":
+    lines, headers = _line_evidence(program)
+    out = {loc: ev for s, ev in why.items() for loc in lines[s]}
+    for f, first, locs, not_kept in headers:
+        if not locs or first not in kept:
+            out.update(not_kept)  # every line NEXE, in the lines' order
             continue
-        state = State.NEXE
-        if f.header_lines and Loc(f.path, f.header_lines[0]) in kept:
-            state = State.EXE
-            if proven_headers and not any(
-                (ev := why.get(s)) is not None and ev.state is State.EXE for s in f.statements
-            ):
-                state = State.DBT
-        for ln in f.header_lines:
-            loc = Loc(f.path, ln)
-            out[loc] = TraceReason(
-                state if loc in kept else State.NEXE, "header", f"header of `{f.qualname}`"
-            )
+        state = State.EXE
+        if proven_headers and not any(
+            (ev := why.get(s)) is not None and ev.state is State.EXE for s in f.statements
+        ):
+            state = State.DBT
+        detail = f"header of `{f.qualname}`"
+        for loc in locs:
+            out[loc] = TraceReason(state if loc in kept else State.NEXE, "header", detail)
     return out
 
 

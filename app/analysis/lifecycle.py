@@ -23,6 +23,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from app.analysis.memo import kept_while
 from app.analysis.model import Frame, Function, MatchResult, Program, StmtKind
 from app.analysis.source import LineIndex
 
@@ -86,8 +87,8 @@ def lifecycle(
 ) -> Lifecycle:
     """The lifecycle evidence of one failure (see the module docstring for the rules)."""
     stmts = program.statements
-    by_id = {f.fid: f for f in program.functions}
-    lines = _file_lines(program)
+    parts = _program_parts(program)
+    by_id, lines = parts.by_id, parts.lines
     unmatched = frozenset(s for s in static_log_sids if s in match.nexe)
     frame_sids = [st.sid for fr in frames if (st := index.get((fr.path, fr.line))) is not None]
 
@@ -120,15 +121,11 @@ def lifecycle(
             ran.add(f)
             after.update(_clause_body(program, by_id[stmts[f].function], f))
     if setup_failed is None or not is_setup(by_id[setup_failed]):
-        for fn in program.functions:
-            if is_teardown(fn) and fn.statements:
-                after.update(fn.statements)
-    cleanup_names = _cleanup_names(program)
-    for fn in program.functions:
-        if fn.kind == "function" and fn.name in cleanup_names and fn.statements:
-            after.update(fn.statements)
-        if _is_fixture(fn, lines) and fn.fid != setup_failed:
-            after.update(_after_yield(program, fn, lines[fn.path]))
+        after.update(parts.teardown)
+    after.update(parts.cleanup)
+    for fid, teardown in parts.fixtures:
+        if fid != setup_failed:
+            after.update(teardown)
     after -= set(frame_sids)
 
     # -- the log's window: statements that ran before the first matched message ------------
@@ -143,6 +140,44 @@ def lifecycle(
         ran_after_failure=frozenset(ran),
         not_run_tests=frozenset(not_run),
         setup_failed=setup_failed,
+    )
+
+
+@dataclass(frozen=True)
+class _Parts:
+    """What ``lifecycle`` reads of the program alone, derived once per program (``kept_while``):
+    a CI job asks it for every failure of the same scripts."""
+
+    by_id: dict[str, Function]
+    lines: dict[str, tuple[str, ...]]
+    teardown: tuple[int, ...]  # the statements of the tearDown hooks
+    cleanup: tuple[int, ...]  # the statements of the functions registered as cleanups
+    fixtures: tuple[tuple[str, tuple[int, ...]], ...]  # each fixture's statements after its yield
+
+
+_PARTS: dict[int, _Parts] = {}
+
+
+def _program_parts(program: Program) -> _Parts:
+    return kept_while(_PARTS, program, lambda: _find_parts(program))
+
+
+def _find_parts(program: Program) -> _Parts:
+    lines = _file_lines(program)
+    cleanup_names = _cleanup_names(program)
+    functions = program.functions
+    return _Parts(
+        by_id={f.fid: f for f in functions},
+        lines=lines,
+        teardown=tuple(s for fn in functions if is_teardown(fn) for s in fn.statements),
+        cleanup=tuple(
+            s for fn in functions if fn.kind == "function" and fn.name in cleanup_names for s in fn.statements
+        ),
+        fixtures=tuple(
+            (fn.fid, tuple(_after_yield(program, fn, lines[fn.path])))
+            for fn in functions
+            if _is_fixture(fn, lines)
+        ),
     )
 
 

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import re
 import weakref
+from collections import deque
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from typing import Any, TypeVar
 
 from app.analysis.callsites import call_sites
-from app.analysis.cfg import EXIT, RAISE, FlowGraph, flow_graph
+from app.analysis.cfg import EXIT, RAISE, FlowGraph, program_graph
 from app.analysis.estimate import to_lines
 from app.analysis.graphs import reachable
 from app.analysis.lifecycle import is_setup, is_teardown
@@ -130,10 +131,24 @@ def _on_every_path(program: Program, fn: Function) -> frozenset[int]:
         return frozenset()
     out = {graph.entry}
     for v in reach - {graph.entry, EXIT, RAISE}:
-        cut = {u: [t for t in ts if t != v] for u, ts in succ.items() if u != v}
-        if EXIT not in reachable(cut, graph.entry):
+        if not _reaches_avoiding(succ, graph.entry, EXIT, v):
             out.add(v)
     return frozenset(out)
+
+
+def _reaches_avoiding(succ: dict[int, list[int]], entry: int, target: int, avoid: int) -> bool:
+    """Whether a walk from ``entry`` reaches ``target`` without passing ``avoid``: ``reachable`` on
+    the graph with ``avoid`` cut out, without building that graph for each statement."""
+    seen = {entry, avoid}
+    queue = deque([entry])
+    while queue:
+        for w in succ[queue.popleft()]:
+            if w not in seen:
+                if w == target:
+                    return True
+                seen.add(w)
+                queue.append(w)
+    return False
 
 
 def must_run(program: Program, test: str) -> frozenset[int]:
@@ -180,7 +195,7 @@ def must_run(program: Program, test: str) -> frozenset[int]:
 
 
 def _graph(program: Program, fn: Function) -> FlowGraph:
-    return _kept(program, ("graph", fn.fid), lambda: flow_graph(program, fn))
+    return program_graph(program, fn)
 
 
 def _callees(program: Program) -> dict[int, list[Function]]:

@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 from tree_sitter import Node, Tree
 
 from app.analysis.callsites import call_sites
-from app.analysis.cfg import FlowGraph, build_blocks, flow_graph
+from app.analysis.cfg import FlowGraph, build_blocks, program_graph
 from app.analysis.limits import CostLimits, check_tree
 from app.analysis.logstatements import DEFAULT_LOG_FUNCTIONS, find_log_statements
 from app.analysis.model import Block, LogStatement, Program, Script
@@ -121,7 +121,7 @@ def _found_log_statements(parsed: ParsedScripts) -> tuple[LogStatement, ...]:
 
 
 def _graphs(parsed: ParsedScripts) -> dict[str, FlowGraph]:
-    return {f.fid: flow_graph(parsed.program, f) for f in parsed.program.functions}
+    return {f.fid: program_graph(parsed.program, f) for f in parsed.program.functions}
 
 
 def _blocks(parsed: ParsedScripts) -> tuple[Block, ...]:

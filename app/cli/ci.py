@@ -19,9 +19,9 @@ from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from app.ci import CiReport, LocalTriager, Triager, local_triager, triage_results
+from app.ci import CiReport, HistoryReader, LocalTriager, Triager, history_key, local_triager, triage_results
 from app.cli import UsageError
 from app.cli.flags import add_job_flags, add_option_flags, job_given, options_given
 from app.cli.io import load_settings
@@ -29,13 +29,14 @@ from app.emit import FORMATS
 from app.ingest import FORMATS as RESULT_FORMATS
 from app.ingest import IngestError, Results, merge, read_folder, read_results
 from app.ingest.archive import extract, is_archive
-from app.ingest.job import Job, digest
+from app.ingest.job import Job, digest, start_of
 from app.ingest.resolve import Checkout
 from app.localize.llm import ModelClient
 from app.options import TriageOptions, resolve_options
 from app.triage import check_options, history_skipped
 
 if TYPE_CHECKING:
+    from app.store.history import HistoryStore
     from app.store.store import Store
 
 
@@ -102,17 +103,19 @@ def run(args: argparse.Namespace) -> int:
         # the database is opened to record this job, or to read the history the ranker asks for
         store = _open_store(url) if not args.no_store or options.ranker == "history" else None
         try:
-            from app.store.jobs import job_started
+            if store is None:  # no database: nothing recorded its start (and no SQLAlchemy to import)
+                started = start_of(job, None, results.started_at)
+            else:
+                from app.store.jobs import job_started
 
-            started = job_started(store, job, results.started_at)
+                started = job_started(store, job, results.started_at)
             # only runs recorded before this job: a failure is ranked with its past
             options = replace(options, history_before=options.history_before or started.isoformat())
             reader = None
             if store is not None and history_skipped(options, model_configured=client is not None) is None:
                 from app.store.history import HistoryStore
 
-                history = HistoryStore(store)
-                reader = lambda test, window, before: history.history_runs(test, limit=window, before=before)  # noqa: E731
+                reader = _history_reader(HistoryStore(store), results)
             recording = store is not None and not args.no_store
             # the runs' facts are kept from the triages, unless the job was recorded before: then
             # its runs are stored already and no facts are computed for them at all
@@ -123,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
                 limits=settings.cost_limits(),
                 record=recording and store is not None and not _recorded_before(store, job),
             )
-            report = asyncio.run(_triage(results, checkout, triager, client, settings.max_files_per_case))
+            report = _triaged(results, checkout, triager, client, settings.max_files_per_case)
             if store is not None and recording:
                 report = _record(store, report, job, started, checkout, options, triager)
         finally:
@@ -168,6 +171,21 @@ def exit_status(report: CiReport, fail_on: str) -> int:
     return 1 if report.untriaged else 0
 
 
+def _triaged(
+    results: Results, checkout: Checkout, triager: Triager, client: ModelClient | None, max_files: int
+) -> CiReport:
+    """``_triage`` run to its end. The report is handed out beside the event loop's main task, not
+    as its result: on its way out ``asyncio.run`` (Python 3.11) looks the SIGINT handler up, which
+    holds that task, and the lookup formats the task with its result, every triage of the job."""
+    found: list[CiReport] = []
+
+    async def main() -> None:
+        found.append(await _triage(results, checkout, triager, client, max_files))
+
+    asyncio.run(main())
+    return found[0]
+
+
 async def _triage(
     results: Results, checkout: Checkout, triager: Triager, client: ModelClient | None, max_files: int
 ) -> CiReport:
@@ -176,6 +194,27 @@ async def _triage(
     finally:
         if client is not None:
             await client.aclose()
+
+
+def _history_reader(history: HistoryStore, results: Results) -> HistoryReader:
+    """Each failed test's recorded runs (``HistoryStore.history_runs``); the tests the history
+    holds are looked up once for the whole job, so a test it does not hold costs no query. Nothing
+    is recorded until every failure is triaged: the answers are the ones asked one by one (as the
+    history stood when the job's triage began)."""
+    keys: list[str] = []
+    for run in results.failed:
+        try:
+            keys.append(history_key(run))
+        except ValueError:  # no key: its triage reads no history either
+            continue
+    held = history.held(keys)
+
+    def read(test: str, window: int, before: datetime | None) -> list[Any]:
+        if test not in held:
+            return []
+        return history.history_runs(test, limit=window, before=before)
+
+    return read
 
 
 def _recorded_before(store: Store, job: Job) -> bool:

@@ -15,11 +15,12 @@ from typing import Any
 
 from app.analysis.limits import CostLimits, check_text
 from app.analysis.logparse import parse_log
-from app.analysis.model import Analysis, Loc, ParsedLog, Script, State
+from app.analysis.memo import kept_while
+from app.analysis.model import Analysis, ParsedLog, Program, Script, State
 from app.analysis.mustrun import must_run_lines
 from app.analysis.parsed import ParseCache, ParsedScripts, grouped, log_patterns, script_set
 from app.analysis.pipeline import analyze
-from app.history.packed import pack_trace, packable
+from app.history.packed import pack_trace
 from app.history.rank import Values
 from app.history.records import Facts, RunFacts, RunRecord, TestKey, scoped, scoped_scripts
 from app.history.signatures import analysis_signature, parsed_signature
@@ -74,28 +75,41 @@ def analysis_facts(
     state, printed values."""
     trace: dict[str, Any] = {}
     tplus = analysis.traces["tplus"]
-    evidence, kept_lines = tplus.evidence, tplus.kept
-    for f in analysis.program.files:
+    evidence = tplus.evidence
+    # the few lines executed or doubtful, by file; every other code line is "N". Read off the
+    # evidence once, not looked up line by line (a failure's scripts hold thousands of lines)
+    exe, dbt = State.EXE, State.DBT
+    done: dict[str, set[int]] = {}
+    doubtful: dict[str, set[int]] = {}
+    for path, line in [loc for loc, ev in evidence.items() if ev.state == exe]:
+        done.setdefault(path, set()).add(line)
+    maybe = [loc for loc, ev in evidence.items() if ev.state == dbt]
+    maybe += [loc for loc in tplus.kept if loc not in evidence]  # kept without evidence: doubtful
+    for path, line in maybe:
+        doubtful.setdefault(path, set()).add(line)
+    program = analysis.program
+    code = kept_while(_CODE_LINES, program, lambda: _code_lines(program))
+    for f, (ordered, lines) in zip(program.files, code, strict=True):
         if paths is not None and f.path not in paths:
             continue
-        states: dict[str, list[int]] = {"E": [], "N": [], "D": []}
-        for n in sorted(f.code_lines):
-            loc = Loc(f.path, n)
-            ev = evidence.get(loc)
-            state = ev.state if ev is not None else None
-            kept = loc in kept_lines
-            if state == State.EXE or (state is None and kept):
-                states["E" if state == State.EXE else "D"].append(n)
-            elif state == State.DBT:
-                states["D"].append(n)
-            else:
-                states["N"].append(n)
-        trace[f.path] = states
+        ran, unsure = done.get(f.path, set()) & lines, doubtful.get(f.path, set()) & lines
+        taken = ran | unsure
+        never = [n for n in ordered if n not in taken] if taken else list(ordered)
+        trace[f.path] = {"E": sorted(ran), "N": never, "D": sorted(unsure)}
     printed = values_json(value_tuples(analysis))
     if not failed:
         return None, None, trace, printed
     sig = err_sig or analysis_signature(analysis)
     return sig, analysis.log.error_message[:2000], trace, printed
+
+
+_CODE_LINES: dict[int, tuple[tuple[tuple[int, ...], frozenset[int]], ...]] = {}
+
+
+def _code_lines(program: Program) -> tuple[tuple[tuple[int, ...], frozenset[int]], ...]:
+    """Each file's code lines, ascending and as a set: once per program (``kept_while``), for the
+    many failures of its tests that a CI job records."""
+    return tuple((tuple(sorted(f.code_lines)), frozenset(f.code_lines)) for f in program.files)
 
 
 def failure_facts(
@@ -198,10 +212,13 @@ def _code_order(parsed: ParsedScripts) -> tuple[tuple[int, ...], ...]:
 
 
 def packed_facts(paths: tuple[str, ...], facts: Facts) -> RunFacts:
-    """A run's facts with its trace packed (``app.history.packed``) where it packs: done where the
-    facts are computed (the analysis pool, a CI job's triage), not by the writer."""
+    """A run's facts with its trace packed (``app.history.packed``): done where the facts are
+    computed (the analysis pool, a CI job's triage), not by the writer. The trace is this module's
+    (``pass_trace``, ``analysis_facts``): each state's lines are distinct code lines in ascending
+    order, which ``pack_trace`` takes unchecked (``packable`` would scan every line of every run
+    again; a test holds both builders to it)."""
     trace = facts[2]
-    if trace is not None and packable(trace):
+    if trace is not None:
         return RunFacts(paths, (facts[0], facts[1], None, facts[3]), packed=pack_trace(trace, checked=True))
     return RunFacts(paths, facts)
 

@@ -18,8 +18,10 @@ import zlib
 from array import array
 from collections.abc import Mapping, Sequence
 from itertools import accumulate, chain, islice
-from operator import lt, sub
+from operator import lt
 from typing import Any
+
+import numpy as np
 
 FORMAT = 1
 _MAX_LINE = 2**32 - 1
@@ -59,17 +61,30 @@ def pack_trace(trace: Mapping[str, Mapping[str, Sequence[int]]], *, checked: boo
     if not checked and not packable(trace):
         raise ValueError("trace is not {path: {letter: [ascending line numbers]}}")
     header: list[list[Any]] = []
-    numbers = array("I")
+    lists: list[Sequence[int]] = []
     for path, states in trace.items():
         counts = []
         for letter, lines in states.items():
             counts.append([letter, len(lines)])
-            numbers.extend(map(sub, lines, chain((0,), lines)))  # deltas from 0, then from each line
+            lists.append(lines)
         header.append([path, counts])
-    if sys.byteorder != "little":
-        numbers.byteswap()
     head = json.dumps([FORMAT, header], separators=(",", ":")).encode("utf-8")
-    return zlib.compress(len(head).to_bytes(4, "little") + head + numbers.tobytes(), _LEVEL)
+    return zlib.compress(len(head).to_bytes(4, "little") + head + _deltas(lists), _LEVEL)
+
+
+def _deltas(lists: Sequence[Sequence[int]]) -> bytes:
+    """Each list's deltas (from 0, then from each line), all lists in one little-endian unsigned
+    32-bit array: the subtraction done over one array, not number by number (a pass's trace
+    holds every code line of its scripts, and a CI job records thousands of passes)."""
+    if not any(lists):
+        return b""
+    lines = np.frombuffer(array("I", chain.from_iterable(lists)), dtype=np.uint32)
+    deltas = np.empty_like(lines)
+    np.subtract(lines[1:], lines[:-1], out=deltas[1:])
+    firsts = list(accumulate((len(x) for x in lists[:-1]), initial=0))
+    starts = [at for at, x in zip(firsts, lists, strict=True) if len(x)]
+    deltas[starts] = lines[starts]  # each list's first line: its delta from 0
+    return deltas.astype("<u4", copy=False).tobytes()
 
 
 def unpack_trace(blob: bytes) -> dict[str, dict[str, list[int]]]:

@@ -83,6 +83,16 @@ def parse_time(text: str) -> datetime:
     return found if found.tzinfo is not None else found.replace(tzinfo=UTC)
 
 
+def start_of(job: Job, recorded: datetime | None, file_time: datetime | None = None) -> datetime:
+    """When the job started: as given (or by the CI), as first recorded (``recorded``: its stored
+    launch's start, None when it has none), as its results file says, else now."""
+    if job.started_at is not None:
+        return job.started_at
+    if recorded is not None:
+        return recorded if recorded.tzinfo else recorded.replace(tzinfo=UTC)
+    return file_time if file_time is not None else datetime.now(UTC)
+
+
 def digest(*parts: bytes) -> str:
     """The digest of a job's results files, in the order given."""
     h = hashlib.sha256()

@@ -71,8 +71,8 @@ class Checkout:
     by_name: dict[str, list[tuple[str, ...]]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     # what this job found, kept for its other tests: read_checked's answers, where a printed path
-    # leads, the checkout files an import names, the helpers a set of scripts imports, and the
-    # conftests a test file's test uses
+    # leads, the checkout files an import names, the helpers a set of scripts imports, the
+    # conftests a test file's test uses, and the conftest.py files from a test file's folder up
     _read: dict[str, tuple[str | None, str | None]] = field(default_factory=dict, repr=False, compare=False)
     _taken: dict[tuple[str, bool], tuple[str | None, list[str]]] = field(
         default_factory=dict, repr=False, compare=False
@@ -80,6 +80,7 @@ class Checkout:
     _modules: dict[tuple[str, str, int], list[str]] = field(default_factory=dict, repr=False, compare=False)
     _helpers: dict[tuple[str, ...], list[str]] = field(default_factory=dict, repr=False, compare=False)
     _conftests: dict[tuple[str, str], list[str]] = field(default_factory=dict, repr=False, compare=False)
+    _nearby: dict[str, list[str]] = field(default_factory=dict, repr=False, compare=False)
     _facts: dict[str, _FileFacts | None] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -302,12 +303,14 @@ def conftests(test_file: str, test_id: str, checkout: Checkout) -> list[str]:
 
 
 def _conftests(test_file: str, tail: str, checkout: Checkout) -> list[str]:
-    folder = PurePosixPath(test_file).parent
-    candidates = [
-        rel
-        for rel in (str(base / "conftest.py").removeprefix("./") for base in (folder, *folder.parents))
-        if checkout.has(rel) and rel != test_file
-    ]
+    candidates = checkout._nearby.get(test_file)
+    if candidates is None:  # once per test file: its thousands of tests each ask for their own
+        folder = PurePosixPath(test_file).parent
+        candidates = checkout._nearby[test_file] = [
+            rel
+            for rel in (str(base / "conftest.py").removeprefix("./") for base in (folder, *folder.parents))
+            if checkout.has(rel) and rel != test_file
+        ]
     if not candidates:
         return []
     facts = checkout.facts(test_file)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -39,7 +39,7 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Mapped, Session, aliased, mapped_column
 
-from app.analysis.model import Loc, State
+from app.analysis.model import Loc, Script, State
 from app.analysis.parsed import ParseCache
 from app.history.facts import batch_facts, run_facts
 from app.history.newlines import MAX_PASS_LOGS
@@ -219,10 +219,7 @@ class HistoryStore:
         }
         parses = ParseCache()  # the runs of one results file share their tests' scripts: parsed once
         records = [  # its version: the test's own scripts
-            replace(r, scripts=tuple(s for s in r.scripts if s.path in r.facts.paths))
-            if r.facts is not None
-            else scoped(r, parses)
-            for r in records
+            _version_of(r, r.facts.paths) if r.facts is not None else scoped(r, parses) for r in records
         ]
         for attempt in (1, 2):
             known = self._known(identities)
@@ -291,9 +288,15 @@ class HistoryStore:
         if not todo:
             return created
         rows, vkeys = [], []  # made before the transaction: the write lock is held for the writes only
+        # a job's thousands of runs share a few script sets: each set's contents hashed once
+        vids: dict[tuple[Script, ...], str] = {}
         for identity, record in todo.items():
             sig, message, trace, printed = facts[identity]
-            vkeys.append(version_id({s.path: s.content for s in record.scripts}) if record.scripts else "")
+            vkey = vids.get(record.scripts)
+            if vkey is None:
+                files = {s.path: s.content for s in record.scripts}
+                vkey = vids[record.scripts] = version_id(files) if files else ""
+            vkeys.append(vkey)
             packed = trace is not None and packable(trace)
             trace_z = pack_trace(trace) if packed and trace is not None else None
             if record.facts is not None and record.facts.packed is not None:
@@ -613,6 +616,24 @@ class HistoryStore:
         runs, failing, passing = (int(c or 0) for c in counts)
         return {"runs": runs, "failing_logs": failing, "passing_logs": passing}
 
+    def held(self, keys: Iterable[str]) -> frozenset[str]:
+        """Those of ``keys`` (in any tool's form) whose test the history holds, in a query per
+        ``CHUNK``: ``history_runs`` has nothing for the others, and a job's reader asks for each
+        of its failures (most of them new to a young history) without a query apiece."""
+        stored: dict[str, list[str]] = {}
+        for key in keys:
+            found = _canonical(key)
+            if found is not None:
+                stored.setdefault(found, []).append(key)
+        unique = list(stored)
+        held: set[str] = set()
+        with self.store._tx() as session:
+            for start in range(0, len(unique), CHUNK):
+                part = unique[start : start + CHUNK]
+                for (found,) in session.execute(select(TestRow.key).where(TestRow.key.in_(part))).all():
+                    held.update(stored.get(found, ()))
+        return frozenset(held)
+
     def history_runs(
         self,
         key: str | TestKey,
@@ -701,6 +722,13 @@ class HistoryStore:
             view["log"] = _unpack(row.log_z) if row.log_z else None
             view["trace"] = unpack_trace(row.trace_z) if row.trace_z is not None else row.trace
             return view
+
+
+def _version_of(record: RunRecord, paths: Collection[str]) -> RunRecord:
+    """The record with only the scripts of ``paths``, those its facts were computed from (itself
+    when it has no other: ``replace`` costs more than the filter, for each of a job's runs)."""
+    kept = tuple(s for s in record.scripts if s.path in paths)
+    return record if len(kept) == len(record.scripts) else replace(record, scripts=kept)
 
 
 def _canonical(key: str | TestKey) -> str | None:

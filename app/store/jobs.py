@@ -12,7 +12,7 @@ import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, TypeVar
 
 from sqlalchemy import select, text, update
@@ -23,7 +23,7 @@ from app.analysis.parsed import ParseCache
 from app.ci import CiReport, history_key
 from app.history.records import RunFacts, RunRecord
 from app.ingest.base import TestRun
-from app.ingest.job import Job
+from app.ingest.job import Job, start_of
 from app.ingest.resolve import Checkout
 from app.launch import Recorded, record_launch, run_records
 from app.options import TriageOptions
@@ -38,19 +38,15 @@ T = TypeVar("T")
 
 
 def job_started(store: Store | None, job: Job, file_time: datetime | None = None) -> datetime:
-    """When the job started: as given (or by the CI), as first recorded when it is sent again, as
-    its results file says, else now. A failure of the job is ranked with the runs recorded before
-    this time."""
-    if job.started_at is not None:
-        return job.started_at
-    if store is not None:
+    """When the job started (``app.ingest.job.start_of``), its first recorded start read from the
+    store. A failure of the job is ranked with the runs recorded before this time."""
+    found = None
+    if job.started_at is None and store is not None:
         try:
             found = LaunchStore(store).started_at(job.identity)
         except Exception:  # an unreadable launch only loses the job's first time
             found = None
-        if found is not None:
-            return found if found.tzinfo else found.replace(tzinfo=UTC)
-    return file_time if file_time is not None else datetime.now(UTC)
+    return start_of(job, found, file_time)
 
 
 def store_triages(store: Store, report: CiReport, options: TriageOptions) -> CiReport:

@@ -185,3 +185,20 @@ def test_passes_of_many_tests_of_one_program_get_the_answers_of_fresh_programs()
     answers = [passing_states(shared, test) for test in tests]
     assert answers == [passing_states(analyze(scripts, "").program, test) for test in tests]
     assert answers[0] == answers[3] and answers[0] != answers[2]
+
+
+def test_reaching_around_a_node_is_reachability_with_the_node_cut_out() -> None:
+    import random
+
+    from app.analysis.graphs import reachable
+    from app.analysis.mustrun import _reaches_avoiding
+
+    rng = random.Random(3)
+    for _ in range(200):
+        n = rng.randint(2, 9)
+        succ = {u: rng.sample(range(n), rng.randint(0, min(3, n))) for u in range(n)}
+        for v in range(1, n):
+            cut = {u: [t for t in ts if t != v] for u, ts in succ.items() if u != v}
+            for target in range(1, n):
+                if target != v:
+                    assert _reaches_avoiding(succ, 0, target, v) == (target in reachable(cut, 0))

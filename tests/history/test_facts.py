@@ -135,3 +135,53 @@ def test_interleaved_script_sets_cost_no_more_parses_than_sorted_ones() -> None:
     batch_facts([*mine, *theirs], parses=alone)
     assert parses.misses == alone.misses  # each script set's records taken together
     assert found == [batch_facts([r])[0] for r in interleaved]  # in the records' order
+
+
+def test_the_traces_facts_are_made_of_are_packable() -> None:
+    """``packed_facts`` packs its traces unchecked: both builders give sorted, distinct lines."""
+    from app.history.facts import pass_trace
+    from app.history.packed import packable
+
+    parses = ParseCache()
+    for name in ("test_a", "test_b"):
+        trace = pass_trace(_record(f"test_mod.py::{name}", "pass"), parses)
+        assert trace is not None and packable(trace)
+    for record in (
+        _record("test_mod.py::test_c", "fail", LOG),
+        _record("test_mod.py::test_b", "pass", "x is 2\n"),
+    ):
+        trace = run_facts(record, parses)[2]
+        assert trace is not None and packable(trace)
+
+
+def _states_line_by_line(analysis: Analysis) -> dict[str, dict[str, list[int]]]:
+    """``analysis_facts``' trace as it was first computed: each code line's evidence looked up."""
+    from app.analysis.model import Loc, State
+
+    tplus = analysis.traces["tplus"]
+    out: dict[str, dict[str, list[int]]] = {}
+    for f in analysis.program.files:
+        states: dict[str, list[int]] = {"E": [], "N": [], "D": []}
+        for n in sorted(f.code_lines):
+            ev = tplus.evidence.get(Loc(f.path, n))
+            state = ev.state if ev is not None else None
+            if state == State.EXE:
+                states["E"].append(n)
+            elif state == State.DBT or (state is None and Loc(f.path, n) in tplus.kept):
+                states["D"].append(n)
+            else:
+                states["N"].append(n)
+        out[f.path] = states
+    return out
+
+
+def test_a_runs_trace_states_are_each_code_lines_evidence() -> None:
+    from app.analysis.pipeline import analyze
+    from app.history.facts import analysis_facts
+    from tests.conftest import benchmark_cases, load_case
+
+    cases = [((TESTS, HELPER, OTHER), LOG), ((TESTS, HELPER), LOG_A)]
+    cases += [load_case(path)[:2] for path in benchmark_cases()[:6]]
+    for scripts, log in cases:
+        analysis = analyze(list(scripts), log, variants=("tplus",))
+        assert analysis_facts(analysis, True)[2] == _states_line_by_line(analysis)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import sys
 
 import pytest
 
@@ -51,3 +52,29 @@ def test_what_would_not_round_trip_is_refused(trace: object) -> None:
     assert not packable(trace)
     with pytest.raises(ValueError):
         pack_trace(trace)  # type: ignore[arg-type]
+
+
+def test_packing_gives_the_bytes_of_deltas_taken_number_by_number() -> None:
+    """``_deltas`` over one array is the plain loop's array, byte for byte (stored blobs stay)."""
+    from array import array
+    from itertools import chain
+    from operator import sub
+
+    from app.history.packed import _deltas
+
+    def plain(lists: list[list[int]]) -> bytes:
+        numbers = array("I")
+        for lines in lists:
+            numbers.extend(map(sub, lines, chain((0,), lines)))
+        if sys.byteorder != "little":
+            numbers.byteswap()
+        return numbers.tobytes()
+
+    rng = random.Random(5)
+    cases: list[list[list[int]]] = [[], [[]], [[], []], [[7]], [[], [1, 2, 3], [], [2**32 - 1]]]
+    for _ in range(200):
+        cases.append(
+            [sorted(rng.sample(range(1, 5000), rng.randint(0, 40))) for _ in range(rng.randint(1, 6))]
+        )
+    for lists in cases:
+        assert _deltas(lists) == plain(lists)

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.ingest.job import Job, digest, from_env, parse_time
+from app.ingest.job import Job, digest, from_env, parse_time, start_of
 
 GITHUB = {
     "GITHUB_ACTIONS": "true",
@@ -96,3 +96,13 @@ def test_a_job_url_is_a_web_link() -> None:
     with pytest.raises(ValueError, match="http"):
         Job().given(job_url="javascript:alert(1)")
     assert Job().given(job_url="https://ci.example.com/jobs/9").job_url == "https://ci.example.com/jobs/9"
+
+
+def test_a_jobs_start_is_given_then_recorded_then_the_files_then_now() -> None:
+    given = datetime(2026, 1, 2, tzinfo=UTC)
+    recorded = datetime(2026, 1, 3)  # as a database without zones gives it back
+    file_time = datetime(2026, 1, 4, tzinfo=UTC)
+    assert start_of(Job(started_at=given), recorded, file_time) == given
+    assert start_of(Job(), recorded, file_time) == recorded.replace(tzinfo=UTC)
+    assert start_of(Job(), None, file_time) == file_time
+    assert start_of(Job(), None).tzinfo is UTC

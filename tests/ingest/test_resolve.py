@@ -129,6 +129,10 @@ def test_conftests_up_to_the_root_that_define_a_used_fixture_are_scripts(tmp_pat
     assert paths == ["suite/net/test_ports.py", "suite/net/conftest.py", "conftest.py"]
     paths, _ = _paths(TestRun("suite/net/test_ports.py::TestMarked::test_marked", "fail", log="E"), checkout)
     assert paths == ["suite/net/test_ports.py", "suite/net/conftest.py", "conftest.py"]
+    # the conftest.py files around a test file are looked up once for all its tests
+    assert checkout._nearby == {
+        "suite/net/test_ports.py": ["suite/net/conftest.py", "suite/conftest.py", "conftest.py"]
+    }
 
 
 def test_conftests_are_not_read_above_the_checkout_root(tmp_path: Path) -> None:

@@ -105,6 +105,15 @@ def test_history_runs_come_back_with_their_versions_and_traces(history: HistoryS
     assert history.history_runs("nope") == []
 
 
+def test_held_names_the_tests_the_history_holds_in_the_form_given(history: HistoryStore) -> None:
+    assert history.held(["tests/test_answer.py::test_answer"]) == frozenset()
+    history.add_runs([parse_run(record(0, "pass"))])
+    given = ["tests/test_answer.py::test_answer", "tests/test_answer.py::test_other", "", "nope"]
+    assert history.held(given) == {"tests/test_answer.py::test_answer"}
+    for key in given:  # a key not held is one ``history_runs`` has nothing for
+        assert (key in history.held(given)) == bool(history.history_runs(key))
+
+
 def test_known_runs_are_skipped_and_a_run_repeated_in_one_batch_is_stored_once(history: HistoryStore) -> None:
     first = history.add_runs(
         [parse_run(record(1, "fail")), parse_run(record(1, "fail")), parse_run(record(2, "pass"))]
