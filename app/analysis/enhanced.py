@@ -84,9 +84,16 @@ def _terminal_stops(
 
 
 def _walk(
-    graph: FlowGraph, fn: Function, exe: set[int], nexe: set[int], stop: int | None, walk_semantics: bool
+    graph: FlowGraph,
+    fn: Function,
+    exe: set[int],
+    nexe: set[int],
+    stop: int | None,
+    walk_semantics: bool,
+    frame: int | None = None,
 ) -> tuple[set[int], str]:
-    """Statements on some walk entry -> stop that covers every executed one and avoids the rest.
+    """Statements on some walk entry -> stop that covers every executed one and avoids the rest;
+    ``frame``: the function's traceback frame statement, kept whatever else the log says.
 
     Returns the kept set and a note: "" normally, else which fallback was needed.
     """
@@ -135,7 +142,13 @@ def _walk(
         if qualifying is not None:
             return {s for c in qualifying for s in members[c] if s >= 0}, note
     note = "executed statements do not lie on one walk: kept all reachable"
-    return _reachable_all(succ, graph.entry, fn), note
+    kept = _reachable_all(succ, graph.entry, fn)
+    if frame is None or frame in kept or not nexe - exe:
+        return kept, note
+    # what did not run cuts off the frame's line (a log line missing from a log cut or quoted in
+    # part): the frame wins, and the walk is found without what was found not to run
+    kept, _ = _walk(graph, fn, exe, set(), stop, walk_semantics)
+    return kept, "the frame's line lies past statements found not run: kept the walk, ignoring them"
 
 
 def _reachable_all(succ: dict[int, list[int]], entry: int, fn: Function) -> set[int]:
@@ -222,7 +235,9 @@ def tplus(
             walk_exe = exe - after_failure if stop is not None and after_failure else exe
             key = (fn.fid, stop, frozenset(x for x in fn.statements if x in walk_exe or x in nexe))
             if key not in walks:
-                walks[key] = _walk(ctx.graphs[fn.fid], fn, walk_exe, nexe, stop, opts.walk_semantics)
+                walks[key] = _walk(
+                    ctx.graphs[fn.fid], fn, walk_exe, nexe, stop, opts.walk_semantics, stops.get(fn.fid)
+                )
             kept, note = walks[key]
             new_kept[fn.fid] = set(kept)
             if note:

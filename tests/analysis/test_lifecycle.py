@@ -390,3 +390,38 @@ def test_top_level_statements_of_a_file_whose_code_ran_are_executed() -> None:
     b = run(guarded, HELPER_LOG)
     assert state(b, "import logging") is State.EXE
     assert state(b, "log.disabled = True") is not State.EXE  # only under a condition: not proven
+
+
+# -- a frame past a log statement the log lacks -----------------------------------------------------
+
+QUOTED = """\
+import logging
+log = logging.getLogger(__name__)
+
+
+def connect(host):
+    log.info("connected to %s", host)
+
+
+def shrink(params, on_k8s):
+    count = params.get("count")
+    log.info("Start shrink cluster by %s nodes", count)
+    size = params.get("n_db_nodes")
+    if on_k8s:
+        size = params.get("k8s_pods", size)
+    return count - size
+"""
+
+
+def test_a_frame_past_a_log_statement_the_quoted_log_lacks_stays_in_the_trace() -> None:
+    # the log quotes only the failing line and the error: the log statement before it is missing,
+    # yet the line the traceback stopped at ran
+    log = (
+        "INFO connected to db1\n"
+        '    size = params.get("k8s_pods", size)\n'
+        "TypeError: Config.get() takes 2 positional arguments but 3 were given\n"
+    )
+    a = run(QUOTED, log)
+    assert kept(a, 'size = params.get("k8s_pods", size)')
+    assert kept(a, "if on_k8s:")
+    assert any("frame's line lies past" in w for w in a.warnings)
