@@ -18,17 +18,18 @@ condition or branch chain around it; read by cleanup code: the start of the init
 nowhere is a wrong name at its reads.
 Statements that ran on the way to the failure count more.
 
-The statements that can raise the reported error (``_raisers``), where the message says enough:
-an explicit ``raise`` of its class; a subscript for IndexError; an unpacking into the count the
-message expected; the conversion (``int()``/``float()``) it names; a formatting (the %-directive
-ended by the character it rejects); a loop straight over a container that changed size during it
-(one that changes it in its body first); the operator of
-an operand error; a view indexed where the message names its type; a None value indexed, iterated
-or whose attribute is read (a call's result first); the uses of an undefined name where no
-enclosing scope defines it; the missing file's name. A call that did not fit its callee: the calls
-that cannot fit the scripts' own ``def`` (``app.localize.channels.calls``), or that pass the count
-or keyword the message names, before the other calls. An attribute read off None at a traceback
-frame's line only revealed the fault: the guard and the binding (``_none_guard``) are the evidence.
+The statements that can raise the reported error (``_raisers``), where the message says enough: an
+explicit ``raise`` of its class; a subscript for IndexError; an unpacking into the count the
+message expected; the conversion (``int()``/``float()``) it names; a formatting (one whose
+template its arguments cannot fill, the %-directive ended by the character it rejects); a raise
+only where the message holds its literal text; a loop straight over a container that changed size
+during it (one that changes it in its body first); the operator of an operand error; a view
+indexed where the message names its type; a None value indexed, iterated or whose attribute is
+read (a call's result first); the uses of an undefined name where no enclosing scope defines it;
+the missing file's name. A call that did not fit its callee: the calls that cannot fit the
+scripts' own ``def`` (``app.localize.channels.calls``), or that pass the count or keyword the
+message names, before the other calls. An attribute read off None at a traceback frame's line only
+revealed the fault: the guard and the binding (``_none_guard``) are the evidence.
 
 Smells are almost always faults: ``is`` with a literal, a comparison with the string
 ``'None'``/``'True'``/``'False'``.
