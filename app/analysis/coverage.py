@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import repeat
 
+from app.analysis.echo import EXCEPTION_LINE
 from app.analysis.logparse import LogMessages
 from app.analysis.model import LogStatement, MatchResult, ParsedLog
 
@@ -61,6 +62,29 @@ def static_levels(statements: Sequence[LogStatement]) -> StaticLevels:
     )
 
 
+def _holds_messages(match: MatchResult, log: ParsedLog) -> bool:
+    """Whether a message of the log other than the error's own lines came from a log statement.
+
+    The error's exception lines (which a generic template such as ``"Error: {}"`` matches) say
+    nothing of how much of the log is there: a log holding only them is a trimmed one. The
+    first message that is not one of them settles it, so a real log costs one look.
+    """
+    found = (match.exe - match.error_sids) | match.multi
+    if not found:
+        return False
+    said = {
+        text
+        for line in log.error_message.splitlines()
+        if EXCEPTION_LINE.match(text := " ".join(line.split()))
+    }
+    shown = log.messages
+    return any(
+        " ".join(shown[index].text.split()) not in said
+        for index, sids in match.matches
+        if not found.isdisjoint(sids)
+    )
+
+
 def log_coverage(
     statements: Sequence[LogStatement], match: MatchResult, log: ParsedLog, levels: StaticLevels | None = None
 ) -> Coverage:
@@ -70,8 +94,7 @@ def log_coverage(
     unmatched = {sid for sid, _ in static if sid in match.nexe}
     if not unmatched:
         return Coverage(frozenset(), ())
-    log_matched = match.exe - match.error_sids
-    if not log_matched and not match.multi:
+    if not _holds_messages(match, log):
         return Coverage(
             frozenset(unmatched),
             (

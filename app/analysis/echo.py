@@ -23,7 +23,7 @@ _MARKS = ">|"  # pytest's failing-line marker, quoting
 ERROR_GAP = 3  # log lines an exception line may follow its source line by (caret lines, blank ones)
 # An exception's headline as Python, pytest (``E   ``) and the test frameworks print it: a dotted
 # class name ending like an exception, then a colon or the end of the line.
-_EXCEPTION_LINE = re.compile(
+EXCEPTION_LINE = re.compile(
     r"^(?:E\s+)?(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit|Fail|Failure|Failed|Timeout|Interrupt|"
     r"Iteration|Warning)(?::|\s*$)"
 )
@@ -128,7 +128,7 @@ def _exception_follows(lines: Sequence[str], at: int) -> bool:
         text = raw.strip()
         if not text or _CARETS.match(text):
             continue
-        return _EXCEPTION_LINE.match(text) is not None
+        return EXCEPTION_LINE.match(text) is not None
     return False
 
 

@@ -60,3 +60,33 @@ def test_a_log_that_shows_debug_keeps_every_absence_as_evidence():
     )
     _a, cov = coverage_of(log)
     assert cov.silent == frozenset()
+
+
+GENERIC = textwrap.dedent(
+    """\
+    import logging
+    log = logging.getLogger("suite")
+
+    def report(error):
+        log.debug("Error: {}".format(error))
+
+    def test_window(settings):
+        log.info("changing the window of %s", settings["name"])
+        unit = settings["compaction"]["window_unit"]
+        return unit
+    """
+)
+
+
+def test_an_exception_line_a_generic_template_matches_is_no_sign_of_a_whole_log():
+    # "Error: {}" matches inside "KeyError: ..." as Algorithm 1 reads it; the log is only the
+    # exception line, quoted in a report: the other statements' missing messages prove nothing
+    a = analyze([Script("t.py", GENERIC)], "KeyError: 'window_unit'\n")
+    cov = log_coverage(a.log_statements, a.match, a.log)
+    assert a.match.matches  # the generic template did match the exception line
+    assert "trimmed log" in cov.reasons[0]
+    assert any(line_of(a, s) == 8 for s in cov.silent)
+    # a message of the scripts beside it shows how much of the log there is
+    a = analyze([Script("t.py", GENERIC)], "INFO changing the window of ks.t1\nKeyError: 'window_unit'\n")
+    cov = log_coverage(a.log_statements, a.match, a.log)
+    assert not cov.reasons or "trimmed log" not in cov.reasons[0]
