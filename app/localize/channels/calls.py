@@ -157,6 +157,11 @@ def passes(call: CallShape, given: int, *, method: bool | None, constructor: boo
     return call.positional + 1 == given or (method is None and call.positional == given)
 
 
+# a %-directive up to its conversion character: mapping key, flags, width, precision, length
+DIRECTIVE_HEAD = r"%(?:\([^)]*\))?[#0\- +]*(?:\*|\d+)?(?:\.(?:\*|\d+))?[hlL]?"
+_PERCENT_DIRECTIVE = re.compile(rf"%%|{DIRECTIVE_HEAD}[a-zA-Z]")
+
+
 @dataclass(frozen=True)
 class FormatMisfit:
     """A formatting whose arguments cannot fill its template: ``positional`` when a field indexes
@@ -203,9 +208,6 @@ def _directives(template: str) -> int | None:
             return None
         count += 1 + directive.count("*")
     return count
-
-
-_PERCENT_DIRECTIVE = re.compile(r"%(?:%|(?:\([^)]*\))?[-#0 +]*(?:\*|\d+)?(?:\.(?:\*|\d+))?[hlL]?[a-zA-Z])")
 
 
 def format_misfits(text: str) -> list[FormatMisfit]:

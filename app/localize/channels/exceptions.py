@@ -45,6 +45,7 @@ from app.analysis.logparse.pyerrors import PythonError, python_error
 from app.analysis.model import Function, Statement, StmtKind
 from app.localize.channels import Context, Scores, Signal, put
 from app.localize.channels.calls import (
+    DIRECTIVE_HEAD,
     CallShape,
     Signature,
     call_shapes,
@@ -333,13 +334,9 @@ def _changes_in_loop(ctx: Context, loop: Statement, obj: str) -> bool:
     return False
 
 
-# a %-directive up to its conversion character: mapping key, flags, width, precision, length
-_DIRECTIVE_HEAD = r"%(?:\([^)]*\))?[#0\- +]*(?:\*|\d+)?(?:\.(?:\*|\d+))?[hlL]?"
-
-
 def _ends_directive(literal: str, char: str) -> bool:
     """Whether a %-directive of ``literal`` ends with ``char`` (``%(status) w``: flag ' ', then 'w')."""
-    return re.search(_DIRECTIVE_HEAD + re.escape(char), literal.replace("%%", "")) is not None
+    return re.search(DIRECTIVE_HEAD + re.escape(char), literal.replace("%%", "")) is not None
 
 
 # values that cannot be indexed, by the type name a message gives, and how code makes and indexes them
