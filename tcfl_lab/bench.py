@@ -379,7 +379,7 @@ def ci_job_row(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     for name, extra in (("no_store", ["--no-store"]), ("stored", ["--db", f"sqlite:///{work / 'ci.db'}"])):
         cpu_s, peak_mib, status = _child_usage([*command, *extra], cwd=REPO)
         runs[name] = {
-            "cpu_s": round(cpu_s, 2),
+            "cpu_s": round(cpu_s, 3),  # to the millisecond: a small job takes a fraction of a second
             "ms_per_failed_test": round(cpu_s * 1000 / max(job.failures, 1), 2),
             "peak_mib": round(peak_mib, 1),
             "exit_status": status,
