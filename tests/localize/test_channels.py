@@ -10,6 +10,7 @@ import time
 from app.analysis.model import Analysis, Script
 from app.analysis.pipeline import analyze
 from app.analysis.render import render
+from app.localize.channels import Context
 from app.localize.channels.facts import build_facts
 from app.localize.channels.lexical import code_tokens, query_tokens
 from app.localize.evidence import Channel
@@ -427,6 +428,14 @@ def test_cleanup_reading_an_attribute_an_early_exit_skipped_points_at_the_initia
     assert ids.index("4") < ids.index("10")
 
 
+def test_cleanup_of_a_subclass_points_at_the_initializer_it_inherits() -> None:
+    code = CLEANUP.replace("    def tearDown(self):", "\nclass Leaf(T):\n    def tearDown(self):")
+    error = "AttributeError: 'Leaf' object has no attribute 'mapped'"
+    log = _tb("t.py", [(11, "tearDown", "if self.mapped:")], error)
+    ranked = _lines(_analyze(code, log))
+    assert any("start of setUp" in s.reason for s in ranked if s.element.id == "4")
+
+
 CHAINED = """class T:
     def setUp(self):
         kind = self.params.get("kind")
@@ -503,3 +512,56 @@ def test_pytest_source_lines_locate_the_failure_without_a_frame() -> None:
     ranked = _lines(_analyze(code, log, path="suite/test_ports.py"))
     assert ranked[0].element.id == "5"  # the assert with the reported comparison, not the other one
     assert _channels(ranked[0]) & {Channel.PSEUDO_ERROR, Channel.TRACEBACK}
+
+
+def test_an_attribute_set_only_in_a_loop_points_at_the_start_of_the_inherited_set_up() -> None:
+    code = (
+        "class Base:\n"
+        "    def setUp(self):\n"
+        "        self.client = connect()\n"
+        "        for img in self.client.images():\n"
+        "            if img == 'tools':\n"
+        "                self.image_ref = img\n"
+        "\n"
+        "    def boot(self):\n"
+        "        return start(self.image_ref)\n"
+        "\n\n"
+        "class TestNFS(Base):\n"
+        "    def test_boot(self):\n"
+        "        self.boot()\n"
+    )
+    log = "(1/1) t.py:TestNFS.test_boot: ERROR: 'TestNFS' object has no attribute 'image_ref' (1.0 s)\n"
+    ranked = _lines(_analyze(code, log), k=8)
+    reasons = {s.element.id: s.reason for s in ranked}
+    assert "start of setUp: `image_ref` set here first would always exist" in reasons["3"]
+    assert {"5", "6"} <= set(reasons)  # the condition and the setter stay suspects
+
+
+def test_an_unconditional_setter_does_not_blame_the_start_of_set_up() -> None:
+    code = (
+        "class Base:\n"
+        "    def setUp(self):\n"
+        "        self.client = connect()\n"
+        "        self.image_ref = self.client.image()\n"
+        "\n\n"
+        "class TestNFS(Base):\n"
+        "    def test_boot(self):\n"
+        "        start(self.image_ref)\n"
+    )
+    log = "(1/1) t.py:TestNFS.test_boot: ERROR: 'TestNFS' object has no attribute 'image_ref' (1.0 s)\n"
+    ranked = _lines(_analyze(code, log), k=8)
+    assert not any("set here first" in s.reason for s in ranked)
+
+
+def test_class_bases_follow_the_scripts_class_headers() -> None:
+    code = (
+        "import unittest\n\n\n"
+        "class Base(unittest.TestCase, metaclass=Meta):\n    pass\n\n\n"
+        "class Mixin:\n    pass\n\n\n"
+        "class Leaf(\n    Base,\n    Mixin,\n):\n    pass\n"
+    )
+    analysis = _analyze(code, "")
+    ctx = Context.build(analysis, "T0")
+    assert ctx.class_bases == {"Base": {"TestCase"}, "Mixin": set(), "Leaf": {"Base", "Mixin"}}
+    assert ctx.ancestors({"Leaf"}) == {"Leaf", "Base", "Mixin", "TestCase"}
+    assert ctx.ancestors({"Unknown"}) == {"Unknown"}

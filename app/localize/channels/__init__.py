@@ -7,12 +7,13 @@ Every channel reads the analysis (never the raw log) and returns, per statement 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, TypeVar
 
-from app.analysis.model import Analysis, Function, Loc, Statement
+from app.analysis.model import Analysis, Function, Loc, Program, Statement
 from app.localize.channels.facts import Facts, build_facts
 
 if TYPE_CHECKING:
@@ -113,6 +114,23 @@ class Context:
         ``sorted_uses`` is."""
         return self.per_parse(_no_walks, dict)
 
+    @cached_property
+    def class_bases(self) -> dict[str, frozenset[str]]:
+        """Class simple name -> the simple names of its base classes, from the scripts' ``class``
+        headers (a name defined twice: the union), kept per parse."""
+        return self.per_parse(_parse_bases, lambda: class_bases(self.analysis.program))
+
+    def ancestors(self, names: Iterable[str]) -> set[str]:
+        """``names`` and every class the scripts define that they inherit from, transitively."""
+        found = set(names)
+        todo = list(found)
+        while todo:
+            for base in self.class_bases.get(todo.pop(), ()):
+                if base not in found:
+                    found.add(base)
+                    todo.append(base)
+        return found
+
     def sid_at(self, path: str, line: int) -> int | None:
         """The statement owning a source line, from the analysis' one line index (innermost wins)."""
         stmt = self.analysis.line_index.get((path, line))
@@ -159,6 +177,31 @@ def definers(facts: Facts) -> dict[str, tuple[int, ...]]:
 
 def _parse_definers(parsed: ParsedScripts) -> dict[str, tuple[int, ...]]:
     return definers(parsed.derived(build_facts))
+
+
+_CLASS_HEADER = re.compile(r"\s*class\s+([A-Za-z_]\w*)\s*(?:\(([^)]*)\))?\s*:")
+
+
+def class_bases(program: Program) -> dict[str, frozenset[str]]:
+    """Class simple name -> its bases' simple names (``pkg.Base`` -> ``Base``), read off each
+    ``class`` header; keyword arguments (``metaclass=``) are not bases."""
+    found: dict[str, set[str]] = {}
+    for source in program.files:
+        for _, _, rows in source.container_headers:
+            header = " ".join(source.lines[r - 1].strip() for r in rows if 0 < r <= len(source.lines))
+            match = _CLASS_HEADER.match(header)
+            if match is None:
+                continue
+            bases = found.setdefault(match.group(1), set())
+            for part in (match.group(2) or "").split(","):
+                name = part.strip()
+                if name and "=" not in name:
+                    bases.add(name.rsplit(".", 1)[-1])
+    return {name: frozenset(bases) for name, bases in found.items()}
+
+
+def _parse_bases(parsed: ParsedScripts) -> dict[str, frozenset[str]]:
+    return class_bases(parsed.program)
 
 
 def _no_definitions(parsed: ParsedScripts) -> dict[tuple[str, int], tuple[int, ...]]:

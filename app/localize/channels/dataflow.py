@@ -583,6 +583,7 @@ def _missing_attributes(ctx: Context, error: int, credit: Credit) -> None:
     owners = {found.group(1)} if found.group(1) else set()
     if "." in function.qualname:
         owners.add(function.qualname.rsplit(".", 1)[0].rsplit(".", 1)[-1])
+    owners = ctx.ancestors(owners)  # an initializer a class inherits sets its objects' attributes too
     for initializer in ctx.functions.values():
         if initializer.name not in INITIALIZERS or "." not in initializer.qualname:
             continue

@@ -62,6 +62,7 @@ CONDITIONAL = frozenset(
 )
 
 CLEANUP_PREFIXES = ("teardown", "cleanup", "clean_up", "finalize", "destroy")
+FIRST_SET = 0.75  # the start of an initializer, for an attribute only ever set under a condition
 CHAIN = 0.9  # earlier conditions of an if/elif chain one branch of which sets a missing attribute
 LOCAL = 0.8  # a statement of the failing function, at or before the failing line
 ELSEWHERE = 0.4
@@ -486,7 +487,7 @@ def _names(ctx: Context, error: PythonError, headline: str, scores: Scores) -> N
             elif base and facts.imports.get(sid) and base in body:
                 put(scores, sid, Signal(0.7, f"imports `{base}`, the module without `{attr}`", headline))
     if error.kind == "missing-attribute" and error.owner != "module" and error.attribute and not error.none:
-        _missing_attribute(ctx, error.attribute, headline, scores)
+        _missing_attribute(ctx, error.attribute, headline, scores, error.owner_name)
     if error.kind in ("undefined-name", "unbound-local") and error.name:
         name = error.name
         unbound = _unbound_in(ctx, name) if error.kind == "unbound-local" else None
@@ -691,8 +692,12 @@ def _cleanup_reads(ctx: Context, site: int, name: str, headline: str, scores: Sc
     if not (in_finally or function.name.lower().startswith(CLEANUP_PREFIXES)) or "." not in function.qualname:
         return
     owner = function.qualname.rsplit(".", 1)[0]
+    inherited = ctx.ancestors({owner.rsplit(".", 1)[-1]}) - {owner.rsplit(".", 1)[-1]}
     for initializer in ctx.functions.values():
-        if initializer.name in INITIALIZERS and initializer.qualname.rsplit(".", 1)[0] == owner:
+        if initializer.name not in INITIALIZERS:
+            continue
+        holder = initializer.qualname.rsplit(".", 1)[0]
+        if holder == owner or holder.rsplit(".", 1)[-1] in inherited:
             body = [s for s in initializer.top_level or initializer.statements if not _docstring(ctx, s)]
             for rank, sid in enumerate(body[:3]):
                 detail = (
@@ -710,11 +715,23 @@ def chain_conditions(ctx: Context, clause: Statement) -> list[int]:
     return earlier_conditions(ctx, clause) if clause.kind in (StmtKind.ELIF, StmtKind.ELSE) else []
 
 
-def _missing_attribute(ctx: Context, name: str, headline: str, scores: Scores) -> None:
-    """An object lacks ``name``: set only under a condition (the condition and the setter), or set
-    nowhere (its reads are the fault: a wrong name)."""
+def _missing_attribute(
+    ctx: Context, name: str, headline: str, scores: Scores, owner: str | None = None
+) -> None:
+    """An object lacks ``name``: set only under a condition (the condition and the setter, and the
+    start of the object's class initializer, where setting it first would make it always exist), or
+    set nowhere (its reads are the fault: a wrong name)."""
     facts = ctx.facts
     setters = [sid for sid, names in facts.defs.items() if f"attr:{name}" in names]
+    guarded = [sid for sid in setters if _under_condition(ctx, sid)]
+    if owner and guarded and len(guarded) == len(setters):
+        _initializer_starts(
+            ctx,
+            ctx.ancestors({owner.rsplit(".", 1)[-1]}),
+            f"`{name}` set here first would always exist",
+            headline,
+            scores,
+        )
     for sid in setters:
         put(scores, sid, Signal(0.8, f"sets `{name}`, which the object lacked when it was read", headline))
         guard = ctx.statements[sid].parent
@@ -732,6 +749,29 @@ def _missing_attribute(ctx: Context, name: str, headline: str, scores: Scores) -
         for sid, names in facts.uses.items():
             if f"attr:{name}" in names and ctx.is_kept(sid):
                 put(scores, sid, Signal(1.0, f"reads `{name}`, which nothing in the scripts sets", headline))
+
+
+def _under_condition(ctx: Context, sid: int) -> bool:
+    """The statement runs only under a condition, a loop or a handler within its function."""
+    current = ctx.statements[sid].parent
+    while current is not None:
+        if ctx.statements[current].kind in CONDITIONAL:
+            return True
+        current = ctx.statements[current].parent
+    return False
+
+
+def _initializer_starts(ctx: Context, classes: set[str], detail: str, headline: str, scores: Scores) -> None:
+    """The first statements of the initializers of ``classes`` (simple names)."""
+    for initializer in ctx.functions.values():
+        if initializer.name not in INITIALIZERS or "." not in initializer.qualname:
+            continue
+        if initializer.qualname.rsplit(".", 1)[0].rsplit(".", 1)[-1] not in classes:
+            continue
+        body = [s for s in initializer.top_level or initializer.statements if not _docstring(ctx, s)]
+        for rank, sid in enumerate(body[:3]):
+            value = FIRST_SET * 0.9**rank
+            put(scores, sid, Signal(value, f"start of {initializer.name}: {detail}", headline))
 
 
 def smell_scores(ctx: Context) -> Scores:
