@@ -81,6 +81,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    with _no_full_collections():  # the report's output too: the job's parses are still alive then
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     settings = load_settings()
     try:
         options = check_options(resolve_options(settings, **options_given(args, *OPTIONS)))
@@ -95,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     if options.ranker == "llm" and client is None:
         raise UsageError("--ranker llm needs a model server: pass --model-url or set TCFL_MODEL_URL")
     url = args.db or settings.database_url
-    with _no_full_collections(), tempfile.TemporaryDirectory(prefix="tcfl-ci-") as work:
+    with tempfile.TemporaryDirectory(prefix="tcfl-ci-") as work:
         root = _root(args.root, Path(work) / "root")
         results, files = _read_all(args.results, args.results_format, Path(work) / "results")
         job = job.given(digest=digest(*files), source=", ".join(Path(n).name for n in args.results)[:255])
@@ -149,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
 
 @contextmanager
 def _no_full_collections() -> Iterator[None]:
-    """No automatic full collection while the job is triaged and recorded: the job's parses stay
+    """No automatic full collection while the job is triaged, recorded and reported: its parses stay
     alive (many objects each), and every full collection walks all of them for nothing (a third of
     a large job's CPU). Young collections still free the cyclic garbage each test leaves."""
     thresholds = gc.get_threshold()

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TypeVar
 
+from app.analysis.gcpause import gc_paused
 from app.analysis.logparse import parse_log
 from app.analysis.model import Frame, Script
 from app.ingest.base import TestRun
@@ -397,9 +398,18 @@ def _file_facts(source: str) -> _FileFacts | None:
 
 
 def _build_facts(source: str) -> _FileFacts | bool:
-    tree = _parse(source)
-    if tree is None:
-        return False  # kept too: a file that does not parse is not parsed again
+    # the collector paused: a test module's syntax tree is tens of thousands of acyclic nodes that
+    # it would walk (about a third of the parse) and reference counting frees; and no collection's
+    # finalizer can then switch threads halfway through building the tree, which CPython 3.11's
+    # AST builder, sharing one recursion count between threads, reports as a SystemError
+    with gc_paused():
+        tree = _parse(source)
+        if tree is None:
+            return False  # kept too: a file that does not parse is not parsed again
+        return _facts_of(tree)
+
+
+def _facts_of(tree: ast.Module) -> _FileFacts:
     return _FileFacts(
         imports=tuple(_imports_of(tree)),
         fixtures=_fixtures(tree),
