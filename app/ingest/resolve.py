@@ -399,17 +399,19 @@ def _file_facts(source: str) -> _FileFacts | None:
 
 def _build_facts(source: str) -> _FileFacts | bool:
     # the collector paused: a test module's syntax tree is tens of thousands of acyclic nodes that
-    # it would walk (about a third of the parse) and reference counting frees; and no collection's
-    # finalizer can then switch threads halfway through building the tree, which CPython 3.11's
-    # AST builder, sharing one recursion count between threads, reports as a SystemError
+    # it would walk (about a third of the parse) and reference counting frees, once the facts are
+    # read and the tree let go (before the pause ends, or the first collection after walks it);
+    # and no collection's finalizer can then switch threads halfway through building the tree,
+    # which CPython 3.11's AST builder, sharing one recursion count between threads, reports as a
+    # SystemError
     with gc_paused():
-        tree = _parse(source)
-        if tree is None:
-            return False  # kept too: a file that does not parse is not parsed again
-        return _facts_of(tree)
+        return _parsed_facts(source)
 
 
-def _facts_of(tree: ast.Module) -> _FileFacts:
+def _parsed_facts(source: str) -> _FileFacts | bool:
+    tree = _parse(source)
+    if tree is None:
+        return False  # kept too: a file that does not parse is not parsed again
     return _FileFacts(
         imports=tuple(_imports_of(tree)),
         fixtures=_fixtures(tree),
