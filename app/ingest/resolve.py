@@ -366,11 +366,17 @@ class _FileFacts:
 
 class _ByContent:
     """A small map from a file's content (by digest) to what was derived from it, least recently
-    used evicted first: the same files come back job after job."""
+    used evicted first: the same files come back job after job.
+
+    One build per content at a time: a CI job finds the scripts of several tests at once (in
+    threads), and the first tests of a module all asked for its facts before any had them, so
+    nearly every module was parsed twice. A thread that finds the content being built waits for
+    that build instead."""
 
     def __init__(self, size: int) -> None:
         self.size = size
         self._items: OrderedDict[bytes, object] = OrderedDict()
+        self._building: dict[bytes, threading.Event] = {}
         self._lock = threading.Lock()
 
     def get(self, content: str, build: Callable[[str], T]) -> T:
@@ -380,11 +386,29 @@ class _ByContent:
             if found is not None:
                 self._items.move_to_end(key)
                 return found  # type: ignore[return-value]
-        value = build(content)
-        with self._lock:
-            self._items[key] = value
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
+            building = self._building.get(key)
+            if building is None:
+                building = self._building[key] = threading.Event()
+                mine = True
+            else:
+                mine = False
+        if not mine:
+            building.wait()
+            with self._lock:
+                found = self._items.get(key)
+            if found is not None:
+                return found  # type: ignore[return-value]
+            return build(content)  # the other build raised (or its value was evicted already)
+        try:
+            value = build(content)
+            with self._lock:
+                self._items[key] = value
+                while len(self._items) > self.size:
+                    self._items.popitem(last=False)
+        finally:
+            with self._lock:
+                del self._building[key]
+            building.set()
         return value
 
 
