@@ -324,11 +324,6 @@ class _Walker:
         # (line, name) of each function definition -> its parameter names
         self.params_at: dict[tuple[int, str], tuple[str, ...]] = {}
         self.stack: list[tuple[Node, str]] = []
-        self._by_name = {
-            name[1:]: getattr(self, name)
-            for name in dir(type(self))
-            if name.startswith("_") and name[1:2].islower()
-        }
 
     def facts(self, node: Node) -> LineFacts:
         line = node.start_point[0] + 1
@@ -340,7 +335,14 @@ class _Walker:
     def walk(self, root: Node, language: Language) -> None:
         """Every node under ``root`` (of a tree of ``language``), its handler by its kind id (an
         int) read node after node, not its type's string made anew."""
-        handlers = [self._by_name.get(name) for name in _kind_names(language)]
+        # bound methods in a local, not on the walker: kept there they would tie it (and all it
+        # found) into a reference cycle that only the cyclic collector frees
+        by_name = {
+            name[1:]: getattr(self, name)
+            for name in dir(type(self))
+            if name.startswith("_") and name[1:2].islower()
+        }
+        handlers = [by_name.get(name) for name in _kind_names(language)]
         count = len(handlers)
         stack = self.stack = [(root, "use")]
         pop, extend = stack.pop, stack.extend
