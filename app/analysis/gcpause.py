@@ -8,7 +8,19 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 _gc_lock = threading.Lock()
-_gc_state = {"holders": 0, "was_enabled": True}
+_gc_state = {"holders": 0, "was_enabled": True, "freeze_at": 0}
+
+
+def freeze_large_pauses(young: int) -> None:
+    """From now on, a pause that ends with over ``young`` objects made in it still alive (0:
+    never) moves every object to the collector's permanent generation (``gc.freeze``) instead of
+    leaving them to the next young collection. For a one-shot batch (``tcfl ci``): such a pause
+    built what a new set of scripts keeps for the rest of the job (its parse, its facts), which the
+    young and then the middle collection would each walk again, for nothing. The price: cyclic
+    garbage alive at that moment is never collected (a few records per new set of scripts).
+    """
+    with _gc_lock:
+        _gc_state["freeze_at"] = young
 
 
 @contextmanager
@@ -29,4 +41,6 @@ def gc_paused() -> Iterator[None]:
         with _gc_lock:
             _gc_state["holders"] -= 1
             if _gc_state["holders"] == 0 and _gc_state["was_enabled"]:
+                if 0 < _gc_state["freeze_at"] < gc.get_count()[0]:
+                    gc.freeze()
                 gc.enable()
