@@ -6,14 +6,12 @@ statements -> Algorithm 1 -> estimators.
 
 from __future__ import annotations
 
-import gc
-import threading
-from collections.abc import Collection, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Collection, Sequence
 
 from app.analysis.coverage import StaticLevels, log_coverage, static_levels
 from app.analysis.echo import echo_frames, echo_table, find_echoes
 from app.analysis.estimate import EstimateOptions, estimate
+from app.analysis.gcpause import gc_paused
 from app.analysis.lifecycle import lifecycle
 from app.analysis.limits import CostLimits, check_text
 from app.analysis.logparse import parse_log, script_frames
@@ -59,31 +57,6 @@ def _matcher(parse: ParsedScripts) -> Matcher:
 def _static_levels(parse: ParsedScripts) -> StaticLevels:
     """The static log statements' levels, once per parse: each failure's coverage and lifecycle read them."""
     return static_levels(parse.log_statements)
-
-
-_gc_lock = threading.Lock()
-_gc_state = {"holders": 0, "was_enabled": True}
-
-
-@contextmanager
-def gc_paused() -> Iterator[None]:
-    """No cyclic garbage collection while an analysis builds its many small, acyclic records.
-
-    The collector would walk them again and again for nothing (a large share of the static phase);
-    reference counting still frees them. Counted, so overlapping analyses in threads nest.
-    """
-    with _gc_lock:
-        if _gc_state["holders"] == 0:
-            _gc_state["was_enabled"] = gc.isenabled()
-            gc.disable()
-        _gc_state["holders"] += 1
-    try:
-        yield
-    finally:
-        with _gc_lock:
-            _gc_state["holders"] -= 1
-            if _gc_state["holders"] == 0 and _gc_state["was_enabled"]:
-                gc.enable()
 
 
 def _analyze(

@@ -15,6 +15,8 @@ import importlib
 import sys
 
 ONE_SHOT = ("triage", "trace")  # one analysis, then exit: no cyclic garbage collection at all
+# commands that run once and exit: the interpreter's last collection need not walk what they made
+FROZEN_AT_EXIT = (*ONE_SHOT, "ci")
 SUBCOMMANDS = (
     "trace",
     "triage",
@@ -89,10 +91,11 @@ def main(argv: list[str] | None = None) -> int:
     much and free little: collecting them is a noticeable part of a cold start), and for the whole
     of a one-shot command; a long-running one (serve, batch, eval) gets it back before it starts.
 
-    Run as the program (no ``argv``), a one-shot command ends with ``gc.freeze()``: the
-    interpreter's last collection at exit then skips the objects of every module imported (many,
-    with the database stack loaded), for memory the exit frees anyway. It runs after the command
-    returned, so whatever it wrote (output, the stored result) is already complete.
+    Run as the program (no ``argv``), a one-shot command (and ``ci``) ends with ``gc.freeze()``:
+    the interpreter's last collection at exit then skips the objects of every module imported
+    (many, with the database stack loaded) and a CI job's kept parses, for memory the exit frees
+    anyway. It runs after the command returned, so whatever it wrote (output, the stored result)
+    is already complete.
     """
     program = argv is None
     argv = sys.argv[1:] if argv is None else argv
@@ -101,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _run(argv, collecting)
     finally:
-        if program and argv[:1] and argv[0] in ONE_SHOT:
+        if program and argv[:1] and argv[0] in FROZEN_AT_EXIT:
             gc.freeze()
         if collecting:
             gc.enable()

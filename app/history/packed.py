@@ -17,7 +17,7 @@ import sys
 import zlib
 from array import array
 from collections.abc import Mapping, Sequence
-from itertools import accumulate, chain, islice
+from itertools import accumulate, islice
 from operator import lt
 from typing import Any
 
@@ -78,7 +78,13 @@ def _deltas(lists: Sequence[Sequence[int]]) -> bytes:
     holds every code line of its scripts, and a CI job records thousands of passes)."""
     if not any(lists):
         return b""
-    lines = np.frombuffer(array("I", chain.from_iterable(lists)), dtype=np.uint32)
+    numbers = array("I")
+    for each in lists:  # a list in one call, not number by number (a pass holds thousands)
+        if isinstance(each, list):
+            numbers.fromlist(each)
+        else:
+            numbers.extend(each)
+    lines = np.frombuffer(numbers, dtype=np.uint32)
     deltas = np.empty_like(lines)
     np.subtract(lines[1:], lines[:-1], out=deltas[1:])
     firsts = list(accumulate((len(x) for x in lists[:-1]), initial=0))

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TypeVar
 
+from app.analysis.gcpause import gc_paused
 from app.analysis.logparse import parse_log
 from app.analysis.model import Frame, Script
 from app.ingest.base import TestRun
@@ -365,11 +366,17 @@ class _FileFacts:
 
 class _ByContent:
     """A small map from a file's content (by digest) to what was derived from it, least recently
-    used evicted first: the same files come back job after job."""
+    used evicted first: the same files come back job after job.
+
+    One build per content at a time: a CI job finds the scripts of several tests at once (in
+    threads), and the first tests of a module all asked for its facts before any had them, so
+    nearly every module was parsed twice. A thread that finds the content being built waits for
+    that build instead."""
 
     def __init__(self, size: int) -> None:
         self.size = size
         self._items: OrderedDict[bytes, object] = OrderedDict()
+        self._building: dict[bytes, threading.Event] = {}
         self._lock = threading.Lock()
 
     def get(self, content: str, build: Callable[[str], T]) -> T:
@@ -379,11 +386,29 @@ class _ByContent:
             if found is not None:
                 self._items.move_to_end(key)
                 return found  # type: ignore[return-value]
-        value = build(content)
-        with self._lock:
-            self._items[key] = value
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
+            building = self._building.get(key)
+            if building is None:
+                building = self._building[key] = threading.Event()
+                mine = True
+            else:
+                mine = False
+        if not mine:
+            building.wait()
+            with self._lock:
+                found = self._items.get(key)
+            if found is not None:
+                return found  # type: ignore[return-value]
+            return build(content)  # the other build raised (or its value was evicted already)
+        try:
+            value = build(content)
+            with self._lock:
+                self._items[key] = value
+                while len(self._items) > self.size:
+                    self._items.popitem(last=False)
+        finally:
+            with self._lock:
+                del self._building[key]
+            building.set()
         return value
 
 
@@ -397,6 +422,17 @@ def _file_facts(source: str) -> _FileFacts | None:
 
 
 def _build_facts(source: str) -> _FileFacts | bool:
+    # the collector paused: a test module's syntax tree is tens of thousands of acyclic nodes that
+    # it would walk (about a third of the parse) and reference counting frees, once the facts are
+    # read and the tree let go (before the pause ends, or the first collection after walks it);
+    # and no collection's finalizer can then switch threads halfway through building the tree,
+    # which CPython 3.11's AST builder, sharing one recursion count between threads, reports as a
+    # SystemError
+    with gc_paused():
+        return _parsed_facts(source)
+
+
+def _parsed_facts(source: str) -> _FileFacts | bool:
     tree = _parse(source)
     if tree is None:
         return False  # kept too: a file that does not parse is not parsed again

@@ -15,6 +15,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from app.analysis.gcpause import gc_paused
 from app.analysis.model import Analysis
 from app.analysis.render import Element, RenderedCode
 from app.localize.channels import Context, Scores, Signal
@@ -135,7 +136,13 @@ def channel_table(
     context: Context | None = None,
 ) -> ChannelTable:
     """Each element's best signal per channel (``disabled`` channels skipped) and the failure's context."""
-    off = frozenset(disabled)
+    with gc_paused():  # as the analysis: many small acyclic records (a script's facts, its walks)
+        return _channel_table(analysis, rendered, frozenset(disabled), context)
+
+
+def _channel_table(
+    analysis: Analysis, rendered: RenderedCode, off: frozenset[str], context: Context | None
+) -> ChannelTable:
     ctx = context if context is not None else Context.build(analysis, rendered.variant)
     frames = script_frames(ctx)
     channels, site = _channel_scores(ctx, rendered, off, frames)

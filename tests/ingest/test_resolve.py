@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -213,3 +214,47 @@ def test_a_tests_scripts_come_in_one_order_whatever_its_traceback_names(tmp_path
     # over max_files the test file and the traceback's files are kept first, then ordered alike
     assert [s.path for s in scripts] == ["suite/net/test_ports.py", "lib/ports.py", "tools/runner.py"]
     assert any("kept the first 3" in w for w in warnings)
+
+
+def test_a_content_is_built_once_when_threads_ask_for_it_together() -> None:
+    """A CI job finds several tests' scripts at once: the first tests of a module must not each
+    parse it; the threads that ask while it is built get that build's value."""
+    import threading
+    import time
+
+    from app.ingest.resolve import _ByContent
+
+    cache = _ByContent(4)
+    built: list[str] = []
+    started = threading.Event()
+
+    def build(content: str) -> str:
+        built.append(content)
+        started.set()
+        time.sleep(0.05)  # long enough for the other threads to ask meanwhile
+        return content.upper()
+
+    answers: list[str] = []
+    first = threading.Thread(target=lambda: answers.append(cache.get("x = 1\n", build)))
+    first.start()
+    started.wait()
+    others = [threading.Thread(target=lambda: answers.append(cache.get("x = 1\n", build))) for _ in range(3)]
+    for thread in others:
+        thread.start()
+    for thread in [first, *others]:
+        thread.join()
+    assert built == ["x = 1\n"]
+    assert answers == ["X = 1\n"] * 4
+
+
+def test_a_failed_build_leaves_the_content_to_the_next_asker() -> None:
+    from app.ingest.resolve import _ByContent
+
+    cache = _ByContent(4)
+
+    def broken(content: str) -> str:
+        raise RuntimeError("no")
+
+    with pytest.raises(RuntimeError):
+        cache.get("y = 2\n", broken)
+    assert cache.get("y = 2\n", str.upper) == "Y = 2\n"

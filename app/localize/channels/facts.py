@@ -16,7 +16,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from tree_sitter import Node, Tree
+from tree_sitter import Language, Node, Tree
 
 from app.analysis.model import Program
 from app.analysis.source import parse_tree
@@ -94,15 +94,16 @@ class Facts:
     text: dict[int, str] = field(default_factory=dict)  # the statement's code, comments excluded
 
 
+_WORD = re.compile(r"[A-Za-z]{2,}")
+_THREE_LETTERS = re.compile(r"[A-Za-z]{3}")
+
+
 def distinctive(piece: str) -> bool:
     """Several words, or one long non-identifier token: not a dict key such as 'status'."""
-    if len(re.findall(r"[A-Za-z]{2,}", piece)) >= 2 and " " in piece:
+    # the cheap tests first, the patterns compiled once: every literal piece of a script comes here
+    if " " in piece and len(_WORD.findall(piece)) >= 2:
         return len(piece) >= 6
-    return (
-        len(piece) >= MIN_LITERAL
-        and re.search(r"[A-Za-z]{3}", piece) is not None
-        and not piece.isidentifier()
-    )
+    return len(piece) >= MIN_LITERAL and _THREE_LETTERS.search(piece) is not None and not piece.isidentifier()
 
 
 def literal_value(node: Node) -> str | None:
@@ -144,7 +145,7 @@ def build_facts(program: Program, trees: Sequence[Tree] = ()) -> Facts:
         if walk is None:
             tree = trees[index] if parsed else parse_tree("\n".join(source.lines))
             walker = _Walker()
-            walker.walk(tree.root_node)
+            walker.walk(tree.root_node, tree.language)
             walk = (walker.by_line, walker.params_at, {})
             _WALKS.put(source.path, source.lines, walk)
         by_path[source.path], params_at[source.path], folded_at[source.path] = walk
@@ -303,6 +304,18 @@ def names_read(node: Node) -> frozenset[str]:
     return frozenset(found - IGNORED_NAMES)
 
 
+_KIND_NAMES: dict[int, tuple[Language, tuple[str, ...]]] = {}  # id of a grammar -> it, kinds' names
+
+
+def _kind_names(language: Language) -> tuple[str, ...]:
+    """Each node kind's name, by kind id, once per grammar (kept with it: its id stays its own)."""
+    found = _KIND_NAMES.get(id(language))
+    if found is None:
+        names = tuple(language.node_kind_for_id(i) or "" for i in range(language.node_kind_count))
+        found = _KIND_NAMES[id(language)] = (language, names)
+    return found[1]
+
+
 class _Walker:
     """Classifies every name occurrence as a definition or a use, per source line (explicit stack)."""
 
@@ -319,27 +332,39 @@ class _Walker:
             found = self.by_line[line] = LineFacts()
         return found
 
-    def walk(self, root: Node) -> None:
-        handlers = {
+    def walk(self, root: Node, language: Language) -> None:
+        """Every node under ``root`` (of a tree of ``language``), its handler by its kind id (an
+        int) read node after node, not its type's string made anew."""
+        # bound methods in a local, not on the walker: kept there they would tie it (and all it
+        # found) into a reference cycle that only the cyclic collector frees
+        by_name = {
             name[1:]: getattr(self, name)
             for name in dir(type(self))
             if name.startswith("_") and name[1:2].islower()
         }
-        self.stack = [(root, "use")]
-        while self.stack:
-            current, role = self.stack.pop()
-            handler = handlers.get(current.type)
+        handlers = [by_name.get(name) for name in _kind_names(language)]
+        count = len(handlers)
+        stack = self.stack = [(root, "use")]
+        pop, extend = stack.pop, stack.extend
+        while stack:
+            current, role = pop()
+            kind = current.kind_id
+            handler = handlers[kind] if kind < count else None  # an ERROR node's id is past the grammar's
             if handler is not None:
                 handler(current, role)
             else:
-                self.stack.extend((child, role) for child in reversed(current.named_children))
+                children = current.named_children
+                if children:
+                    children.reverse()
+                    extend([(child, role) for child in children])
 
     def push(self, node: Node | None, role: str) -> None:
         if node is not None:
             self.stack.append((node, role))
 
     def _identifier(self, node: Node, role: str) -> None:
-        (self.facts(node).defs if role == "def" else self.facts(node).uses).add(_text(node))
+        facts = self.facts(node)
+        (facts.defs if role == "def" else facts.uses).add(_text(node))
 
     def _attribute(self, node: Node, role: str) -> None:
         attr = node.child_by_field_name("attribute")
