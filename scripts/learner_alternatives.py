@@ -4,7 +4,8 @@ Reproduces the "Other learners and features" figures of the README (block level,
 repository out over the mined corpus's right cases, scored as ``tcfl learn --loro`` scores: ties
 in source order, the stack trace's first element held in the top 3). Each variant refits on the
 other repositories' cases and ranks the held-out one's; none is shipped, as none beats the linear
-model (``python scripts/learner_alternatives.py [--only NAME ...]``; the trees take ~40 min).
+model (``python scripts/learner_alternatives.py [--only NAME ...]``; the trees take ~40 min; the
+LambdaRank variants run where LightGBM is installed, ``pip install lightgbm``).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from app.localize.features import CHANNEL_FEATURES, FEATURES  # noqa: E402
+from app.localize.features import CHANNEL_FEATURES, CONTEXTS, FEATURES  # noqa: E402
 from app.localize.heuristic import SAFETY_RANK  # noqa: E402
 from app.localize.model_file import handset_level  # noqa: E402
 from tcfl_lab.eval.learn import LearnCase, LevelData, fit_weights, load_corpus  # noqa: E402
@@ -98,6 +99,81 @@ def loro(cases: list[Case], fit: Fit, score: Score = lambda w, x: x @ w) -> tupl
             order = rank(score(model, x), innermost)
             hits.append((bool(bad[order[0]]), bool(bad[order[:3]].any())))
     return 100 * float(np.mean([h[0] for h in hits])), 100 * float(np.mean([h[1] for h in hits]))
+
+
+# --- listwise: softmax cross-entropy of the faulty elements (ListNet) -----------------------------
+
+
+def listwise(names: Sequence[str]) -> Fit:
+    """Per case, -log of the softmax mass on its faulty elements (the top-1 probability ListNet
+    maximises), each case weighing the same, L2 towards the hand-set weights, weights >= 0;
+    projected Gauss-Newton steps with a backtracking line search."""
+    start = handset_level().weights
+    w0 = np.array([start.get(n, 0.0) for n in names])
+
+    def fit(train: list[Case]) -> np.ndarray:
+        data = [(x, bad) for _, x, bad, _ in train if bad.any() and not bad.all()]
+
+        def loss_grad(w: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+            total, grad, hess = 0.0, np.zeros_like(w), np.zeros((len(w), len(w)))
+            for x, bad in data:
+                s = x @ w
+                p = np.exp(s - s.max())
+                p /= p.sum()
+                q = np.where(bad, p, 0.0) / p[bad].sum()
+                total += -float(np.log(p[bad].sum()))
+                grad += x.T @ (p - q)
+                hess += (x.T * p) @ x - np.outer(x.T @ p, x.T @ p)
+            n = len(data)
+            d = w - w0
+            return total / n + 0.5 * L2 * d @ d, grad / n + L2 * d, hess / n + L2 * np.eye(len(w))
+
+        w = np.maximum(w0, 0.0)
+        current, grad, hess = loss_grad(w)
+        for _ in range(30):
+            free = ~((w <= 0) & (grad > 0))
+            step = np.zeros_like(w)
+            step[free] = np.linalg.solve(hess[np.ix_(free, free)], -grad[free])
+            t = 1.0
+            while t > 1e-4:
+                trial = np.maximum(w + t * step, 0.0)
+                value, g, h = loss_grad(trial)
+                if value < current - 1e-10:
+                    break
+                t *= 0.5
+            else:
+                break
+            w, current, grad, hess = trial, value, g, h
+        return w
+
+    return fit
+
+
+# --- LambdaRank trees (LightGBM, when it is installed) ----------------------------------------------
+
+
+def lambdarank_trees(leaves: int, rate: float, rounds: int, min_leaf: int) -> tuple[Fit, Score]:
+    """LightGBM's lambdarank objective (NDCG truncated at 5) on the channel columns and the
+    failure's context as plain columns (trees find their interactions themselves)."""
+    import lightgbm  # optional: only this variant needs it
+
+    params = {
+        "objective": "lambdarank",
+        "num_leaves": leaves,
+        "learning_rate": rate,
+        "min_data_in_leaf": min_leaf,
+        "lambdarank_truncation_level": 5,
+        "num_threads": 1,
+        "verbose": -1,
+    }
+
+    def fit(train: list[Case]) -> Any:
+        kept = [c for c in train if c[2].any() and not c[2].all()]
+        x = np.vstack([c[1] for c in kept])
+        y = np.concatenate([c[2].astype(int) for c in kept])
+        return lightgbm.train(params, lightgbm.Dataset(x, y, group=[len(c[2]) for c in kept]), rounds)
+
+    return fit, lambda model, x: model.predict(x)
 
 
 # --- gradient-boosted trees on the pairwise objective ---------------------------------------------
@@ -306,6 +382,12 @@ def literal_in_log(logs: dict[str, str]) -> Extra:
     return extra
 
 
+def with_context(case: LearnCase, data: LevelData) -> list[Row]:
+    """Each element's columns plus the failure's context values as columns of their own."""
+    context = {f"context:{c}": v for c, v in data.table.context.items()}
+    return [{**row, **context} for row in data.rows]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", default=str(ROOT / "corpus" / "mined"))
@@ -320,6 +402,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             logs[data["id"]] = data.get("failure_log") or ""
     base = list(FEATURES)
     plain = matrices(cases, base)
+    columns = [n for n in base if "*" not in n] + [f"context:{c}" for c in CONTEXTS]
+    context_plain = matrices(cases, columns, with_context)
     within = [f"{c}#{s}" for c in CHANNEL_FEATURES for s in ("rel", "top")]
     kinds = [f"k:{k}" for k in KINDS] + [f"x:{f}:{k}" for f in [*FAMILIES, "other"] for k in KINDS]
     variants: dict[str, Callable[[], tuple[float, float]]] = {
@@ -343,6 +427,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             linear([*base, "literal", "literal_pos"]),
         ),
         "boosted trees": lambda: loro(plain, *boosted(_edges(np.vstack([c[1] for c in plain])))),
+        "listwise softmax (ListNet)": lambda: loro(plain, listwise(base)),
+        **{
+            f"lambdarank trees, {leaves} leaves x {rounds} (LightGBM)": (
+                lambda leaves=leaves, rate=rate, rounds=rounds, least=least: loro(
+                    context_plain, *lambdarank_trees(leaves, rate, rounds, least)
+                )
+            )
+            for leaves, rate, rounds, least in ((4, 0.1, 50, 40), (4, 0.05, 100, 20), (8, 0.05, 200, 20))
+        },
     }
     for name, run in variants.items():
         if args.only and not any(o in name for o in args.only):
