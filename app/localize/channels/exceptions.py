@@ -693,17 +693,14 @@ def _cleanup_reads(ctx: Context, site: int, name: str, headline: str, scores: Sc
         return
     owner = function.qualname.rsplit(".", 1)[0]
     inherited = ctx.ancestors({owner.rsplit(".", 1)[-1]}) - {owner.rsplit(".", 1)[-1]}
-    for initializer in ctx.functions.values():
-        if initializer.name not in INITIALIZERS:
-            continue
-        holder = initializer.qualname.rsplit(".", 1)[0]
-        if holder == owner or holder.rsplit(".", 1)[-1] in inherited:
-            body = [s for s in initializer.top_level or initializer.statements if not _docstring(ctx, s)]
-            for rank, sid in enumerate(body[:3]):
-                detail = (
-                    f"start of {initializer.name}: `{name}` set here would exist for the cleanup that read it"
-                )
-                put(scores, sid, Signal(0.9**rank, detail, headline))
+    _initializer_starts(
+        ctx,
+        lambda holder: holder == owner or holder.rsplit(".", 1)[-1] in inherited,
+        1.0,
+        f"`{name}` set here would exist for the cleanup that read it",
+        headline,
+        scores,
+    )
 
 
 def _docstring(ctx: Context, sid: int) -> bool:
@@ -725,9 +722,11 @@ def _missing_attribute(
     setters = [sid for sid, names in facts.defs.items() if f"attr:{name}" in names]
     guarded = [sid for sid in setters if _under_condition(ctx, sid)]
     if owner and guarded and len(guarded) == len(setters):
+        classes = ctx.ancestors({owner.rsplit(".", 1)[-1]})
         _initializer_starts(
             ctx,
-            ctx.ancestors({owner.rsplit(".", 1)[-1]}),
+            lambda holder: holder.rsplit(".", 1)[-1] in classes,
+            FIRST_SET,
             f"`{name}` set here first would always exist",
             headline,
             scores,
@@ -761,16 +760,24 @@ def _under_condition(ctx: Context, sid: int) -> bool:
     return False
 
 
-def _initializer_starts(ctx: Context, classes: set[str], detail: str, headline: str, scores: Scores) -> None:
-    """The first statements of the initializers of ``classes`` (simple names)."""
+def _initializer_starts(
+    ctx: Context,
+    holds: Callable[[str], bool],
+    strength: float,
+    detail: str,
+    headline: str,
+    scores: Scores,
+) -> None:
+    """The first statements (docstrings aside) of each initializer whose class (its qualified
+    name) ``holds`` accepts: where an attribute set first would always exist."""
     for initializer in ctx.functions.values():
         if initializer.name not in INITIALIZERS or "." not in initializer.qualname:
             continue
-        if initializer.qualname.rsplit(".", 1)[0].rsplit(".", 1)[-1] not in classes:
+        if not holds(initializer.qualname.rsplit(".", 1)[0]):
             continue
         body = [s for s in initializer.top_level or initializer.statements if not _docstring(ctx, s)]
         for rank, sid in enumerate(body[:3]):
-            value = FIRST_SET * 0.9**rank
+            value = strength * 0.9**rank
             put(scores, sid, Signal(value, f"start of {initializer.name}: {detail}", headline))
 
 
