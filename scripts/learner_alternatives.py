@@ -114,36 +114,45 @@ def listwise(names: Sequence[str]) -> Fit:
     def fit(train: list[Case]) -> np.ndarray:
         data = [(x, bad) for _, x, bad, _ in train if bad.any() and not bad.all()]
 
-        def loss_grad(w: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
-            total, grad, hess = 0.0, np.zeros_like(w), np.zeros((len(w), len(w)))
+        def loss(w: np.ndarray) -> float:
+            total = 0.0
+            for x, bad in data:
+                s = x @ w
+                p = np.exp(s - s.max())
+                total += -float(np.log(p[bad].sum() / p.sum()))
+            d = w - w0
+            return total / len(data) + 0.5 * L2 * d @ d
+
+        def derivatives(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            """Gradient and Hessian, at the points the line search accepts only."""
+            grad, hess = np.zeros_like(w), np.zeros((len(w), len(w)))
             for x, bad in data:
                 s = x @ w
                 p = np.exp(s - s.max())
                 p /= p.sum()
                 q = np.where(bad, p, 0.0) / p[bad].sum()
-                total += -float(np.log(p[bad].sum()))
                 grad += x.T @ (p - q)
                 hess += (x.T * p) @ x - np.outer(x.T @ p, x.T @ p)
             n = len(data)
-            d = w - w0
-            return total / n + 0.5 * L2 * d @ d, grad / n + L2 * d, hess / n + L2 * np.eye(len(w))
+            return grad / n + L2 * (w - w0), hess / n + L2 * np.eye(len(w))
 
         w = np.maximum(w0, 0.0)
-        current, grad, hess = loss_grad(w)
+        current = loss(w)
         for _ in range(30):
+            grad, hess = derivatives(w)
             free = ~((w <= 0) & (grad > 0))
             step = np.zeros_like(w)
             step[free] = np.linalg.solve(hess[np.ix_(free, free)], -grad[free])
             t = 1.0
             while t > 1e-4:
                 trial = np.maximum(w + t * step, 0.0)
-                value, g, h = loss_grad(trial)
+                value = loss(trial)
                 if value < current - 1e-10:
                     break
                 t *= 0.5
             else:
                 break
-            w, current, grad, hess = trial, value, g, h
+            w, current = trial, value
         return w
 
     return fit
